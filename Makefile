@@ -1,0 +1,73 @@
+# cudapool build. Everything lands under $(BUILD) (default build/).
+#   make               build the library, tools and test programs
+#   make test          build and run every test (installs uthash/Criterion if missing)
+#   make test-sanitize the tests again under ASan+UBSan, the threaded ones under TSan
+#   make bench         core benchmarks on the simulated device
+#   make demo          the bundled demo workload natively and under cudapool
+#   make install PREFIX=/usr/local
+# Each component adds its targets from mk/<component>.mk.
+
+BUILD     ?= build
+PREFIX    ?= /usr/local
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CC        ?= cc
+SAN       ?=
+OPT       ?= -O2
+
+CFLAGS_BASE  := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
+                -fvisibility=hidden -pthread
+LDFLAGS_BASE := -pthread
+ifneq ($(SAN),)
+CFLAGS_BASE  += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS_BASE += -fsanitize=$(SAN)
+endif
+CUDA_INC := -isystem $(CUDA_HOME)/include
+
+# A preloaded library built with sanitizers needs their runtimes preloaded
+# first; tests that preload libcudapool.so read this from the environment.
+SAN_PRELOAD := $(strip $(foreach s,asan ubsan tsan,$(if $(findstring $(subst asan,address,$(subst ubsan,undefined,$(subst tsan,thread,$(s)))),$(SAN)),$(shell $(CC) -print-file-name=lib$(s).so))))
+export CUDAPOOL_TEST_SAN_PRELOAD := $(SAN_PRELOAD)
+export CUDAPOOL_TEST_BUILD := $(abspath $(BUILD))
+
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+# Filled by the fragments.
+ALL_TARGETS :=
+TEST_BINS :=
+TSAN_TEST_BINS :=
+BENCH_CMDS :=
+
+.PHONY: all test test-sanitize test-tsan bench demo install clean deps
+all: build-all
+
+include mk/core.mk
+-include mk/shim.mk
+-include mk/fakecudart.mk
+-include mk/replay.mk
+-include mk/gpu.mk
+
+build-all: $(ALL_TARGETS)
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/deps
+	@mkdir -p $(dir $@)
+	scripts/deps
+	@touch $@
+
+test: build-all $(TEST_BINS)
+	scripts/run-tests $(TEST_BINS)
+
+# Sanitizer builds live in their own folders so they never mix with build/.
+test-sanitize:
+	$(MAKE) BUILD=build/asan SAN=address,undefined test
+	$(MAKE) BUILD=build/tsan SAN=thread test-tsan
+
+test-tsan: build-all $(TSAN_TEST_BINS)
+	scripts/run-tests $(TSAN_TEST_BINS)
+
+bench: build-all
+	@set -e; $(foreach c,$(BENCH_CMDS),$(c);)
+
+clean:
+	rm -rf build

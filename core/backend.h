@@ -1,0 +1,44 @@
+/* backend.h: how the pool reaches a device.
+ *
+ * The core knows nothing of CUDA. It talks to a device only through this
+ * table of function pointers (the shape of rpmalloc's rpmalloc_interface_t):
+ * the shim plugs in CUDA, tests and replay plug in the simulated device of
+ * sim_backend.h.
+ *
+ * Contract of each entry:
+ * - alloc: reserve `size` bytes on `device`, store the address in *out.
+ *   Returns 0 or an errno (ENOMEM when the device is full).
+ * - free: give back a whole earlier allocation. Must not reclaim memory that
+ *   device work submitted before the call may still touch (cudaFree waits).
+ * - barrier (optional, NULL = never): issue an asynchronous ordering point
+ *   after which all future device work is ordered after all past work, on
+ *   every stream. 0 = issued, anything else = refused (e.g. during a stream
+ *   capture). No host wait.
+ * - fence_record (optional, NULL = no fences): record a fence covering all
+ *   past device work. 0 = recorded, anything else = refused.
+ * - fence_query: 1 once the fence's work has completed, else 0.
+ * - fence_wait: block the host until the fence has completed.
+ * - fence_release: the pool is done with the fence (return it to a pool).
+ *
+ * The pool calls the backend with its own lock held; a backend must never
+ * call back into the pool. */
+#ifndef CUDAPOOL_CORE_BACKEND_H
+#define CUDAPOOL_CORE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void *cp_fence_t;
+
+typedef struct cp_backend {
+  void *ctx;
+  int (*alloc)(void *ctx, int device, size_t size, uintptr_t *out);
+  void (*free)(void *ctx, int device, uintptr_t addr, size_t size);
+  int (*barrier)(void *ctx, int device);
+  int (*fence_record)(void *ctx, int device, cp_fence_t *out);
+  int (*fence_query)(void *ctx, int device, cp_fence_t fence);
+  void (*fence_wait)(void *ctx, int device, cp_fence_t fence);
+  void (*fence_release)(void *ctx, int device, cp_fence_t fence);
+} cp_backend_t;
+
+#endif

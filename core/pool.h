@@ -1,0 +1,119 @@
+/* pool.h: the caching pool of one device, the public API of core/.
+ *
+ * One cp_pool_t serves one device: a small pool (requests up to 1 MiB, carved
+ * from 2 MiB segments) and a large pool, best fit with splitting and
+ * coalescing, stream-aware deferred reuse, a byte limit and a cache cap.
+ * docs/DESIGN.md explains the rules; each is a field of cp_config_t.
+ *
+ * Reuse contract. A freed block is *pending* until the device can no longer
+ * touch it, then *ready* (reusable by anyone). It becomes ready when:
+ *   - a barrier is issued (the pool asks the backend for one when an
+ *     allocation can only be served by pending blocks), or
+ *   - a fence recorded after its free completes, or
+ *   - the caller reports a synchronisation that covers it (cp_sync_*), or
+ *   - the config says CP_REUSE_IMMEDIATE (unsafe: no device ordering at all).
+ * A pending block freed with a non-zero key is also reusable at once by an
+ * allocation with the same stream and the same key: the caller promises that
+ * its own submission order protects that case (the shim passes the host
+ * thread when only ordered streams are live, else 0).
+ *
+ * Threads: every function takes the pool's mutex; the backend is called with
+ * it held. */
+#ifndef CUDAPOOL_CORE_POOL_H
+#define CUDAPOOL_CORE_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../shim/cudapool.h"
+#include "backend.h"
+
+typedef struct cp_pool cp_pool_t;
+
+enum cp_reuse {
+  CP_REUSE_DEFERRED = 0,  /* pending until barrier, fence or sync (safe) */
+  CP_REUSE_IMMEDIATE = 1, /* a free is reusable at once (unsafe-immediate) */
+};
+
+#define CP_NO_LIMIT SIZE_MAX
+
+typedef struct cp_config {
+  size_t round;                 /* requests round up to this (512) */
+  size_t small_max;             /* small pool: requests <= this (1 MiB) */
+  size_t small_segment;         /* small pool segment size (2 MiB) */
+  size_t large_segment;         /* segment for large requests under ... (20 MiB) */
+  size_t large_threshold;       /* ... this size (10 MiB) */
+  size_t segment_round;         /* bigger requests: own size rounded to this (2 MiB) */
+  size_t large_split_remainder; /* large blocks split when remainder > this (1 MiB) */
+  size_t max_split;             /* blocks >= this never split (no limit) */
+  size_t oversize_waste;        /* unsplittable blocks serve if waste < this (20 MiB) */
+  size_t limit;                 /* most bytes reserved (CP_NO_LIMIT) */
+  size_t max_cached;            /* most cached bytes kept (CP_NO_LIMIT) */
+  enum cp_reuse reuse;
+} cp_config_t;
+
+/* Where the stream tag of a block comes from: any uint64_t the caller likes;
+ * CP_STREAM_DEVICE is the device-wide tag of cudaMalloc-style allocations. */
+#define CP_STREAM_DEVICE 0u
+
+/* cp_free flags */
+#define CP_FREE_DEVICE_IDLE 1u /* caller synchronised: reusable at once */
+
+void cp_config_default(cp_config_t *cfg);
+/* The driver allocation size for a request of `size` bytes (already rounded
+ * or not): the segment the pool would reserve when nothing cached fits. */
+size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size);
+/* `size` rounded up to cfg->round; 0 when it would overflow. */
+size_t cp_round_size(const cp_config_t *cfg, size_t size);
+
+/* 0, EINVAL (bad config) or ENOMEM. The backend table is copied. */
+int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp_backend_t *backend);
+/* Release every segment to the backend and free the pool. */
+void cp_pool_destroy(cp_pool_t *pool);
+/* Free the pool without calling the backend: the device memory is already
+ * gone (cudaDeviceReset). */
+void cp_pool_drop(cp_pool_t *pool);
+
+/* Allocate `size` (> 0) bytes for `stream`. 0, EINVAL (size 0) or ENOMEM. */
+int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out);
+/* Free the block starting at addr. 0; ENOENT: addr is not inside any segment
+ * of this pool (a foreign pointer); EINVAL: inside a segment but not the
+ * start of a live block (interior pointer, double free). The pool is
+ * untouched on error. */
+int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
+/* Size of the live block at addr, 0 when none. */
+size_t cp_block_size(cp_pool_t *pool, uintptr_t addr);
+/* Keep the live block at addr pending, once freed, until a barrier, fence or
+ * device synchronisation, or a synchronisation of `stream` too. 0 or ENOENT. */
+int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream);
+
+/* Synchronisation points. cp_sync_mark() before the real call returns a mark;
+ * after the call returns, report what it covered with the mark: */
+uint64_t cp_sync_mark(cp_pool_t *pool);
+/* The whole device was idle: every block freed before the mark is ready. */
+void cp_sync_device(cp_pool_t *pool, uint64_t mark);
+/* `stream` was idle: blocks freed before the mark that were allocated for it
+ * and recorded on no other stream are ready. */
+void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream);
+
+/* Make pending blocks ready (barrier, else wait for fences), then release
+ * every whole free segment. Returns the bytes released. */
+size_t cp_empty_cache(cp_pool_t *pool);
+/* Release whole free segments, oldest first, until cached bytes <= target. */
+size_t cp_trim(cp_pool_t *pool, size_t target_cached);
+/* Change the limit (CP_NO_LIMIT = none); trims free segments to fit. */
+void cp_set_limit(cp_pool_t *pool, size_t limit);
+void cp_set_max_cached(cp_pool_t *pool, size_t max_cached);
+void cp_get_config(cp_pool_t *pool, cp_config_t *out);
+
+/* Fill *out (size/version/device are set here). */
+void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);
+void cp_reset_peak(cp_pool_t *pool);
+int cp_pool_device(const cp_pool_t *pool);
+
+/* Check every invariant (segments tiled by blocks, no adjacent ready blocks,
+ * indexes and stats consistent). 0 when all hold, else writes what broke. */
+int cp_pool_check(cp_pool_t *pool, char *why, size_t why_len);
+
+#endif

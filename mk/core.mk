@@ -1,0 +1,29 @@
+# core/: the pool, the size index, the simulated device. No CUDA headers.
+CORE_SRCS := $(wildcard core/*.c)
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
+CORE_LIB  := $(BUILD)/libcpcore.a
+
+$(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) shim/cudapool.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# Core unit tests: one Criterion binary from tests/core_*.c.
+CORE_TEST_SRCS := $(wildcard tests/core_*.c)
+CORE_TEST_BIN  := $(BUILD)/tests/core_tests
+$(CORE_TEST_BIN): $(CORE_TEST_SRCS) $(wildcard tests/*.h) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -Icore $(CORE_TEST_SRCS) $(CORE_LIB) -o $@ -lcriterion $(LDFLAGS_BASE)
+
+CORE_BENCH_BIN := $(BUILD)/bench/core_bench
+$(CORE_BENCH_BIN): bench/core_bench.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -Icore $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
+
+ALL_TARGETS += $(CORE_LIB) $(CORE_TEST_BIN) $(CORE_BENCH_BIN)
+TEST_BINS += $(CORE_TEST_BIN)
+TSAN_TEST_BINS += $(CORE_TEST_BIN)
+BENCH_CMDS += $(CORE_BENCH_BIN)

@@ -1,0 +1,31 @@
+# shim/: libcudapool.so, the LD_PRELOAD library. Every shim/*.c goes in.
+SHIM_SRCS := $(wildcard shim/*.c)
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/%.o)
+SHIM_LIB  := $(BUILD)/libcudapool.so
+
+$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -c $< -o $@
+
+# Unversioned exports (anonymous version node): they interpose libcudart's
+# versioned references such as cudaMalloc@libcudart.so.13.
+$(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
+	  -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
+
+# Unit tests of shim modules that need no CUDA at run time (options, report):
+# tests/shim_unit_*.c linked with the shim objects listed in SHIM_UNIT_OBJS.
+SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o,$(SHIM_OBJS))
+SHIM_UNIT_SRCS := $(wildcard tests/shim_unit_*.c)
+SHIM_UNIT_BIN  := $(BUILD)/tests/shim_unit_tests
+$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) $(CORE_LIB) \
+	  -o $@ -lcriterion $(LDFLAGS_BASE)
+
+ALL_TARGETS += $(SHIM_LIB)
+ifneq ($(SHIM_UNIT_SRCS),)
+ALL_TARGETS += $(SHIM_UNIT_BIN)
+TEST_BINS += $(SHIM_UNIT_BIN)
+endif
