@@ -18,6 +18,7 @@ OPT       ?= -O2
 CFLAGS_BASE  := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
                 -fvisibility=hidden -pthread
 LDFLAGS_BASE := -pthread
+CFLAGS_BASE  += $(EXTRA_CFLAGS)
 ifneq ($(SAN),)
 CFLAGS_BASE  += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS_BASE += -fsanitize=$(SAN)

@@ -17,7 +17,8 @@
  * - fence_record (optional, NULL = no fences): record a fence covering all
  *   past device work. 0 = recorded, anything else = refused.
  * - fence_query: 1 once the fence's work has completed, else 0.
- * - fence_wait: block the host until the fence has completed.
+ * - fence_wait: block the host until the fence has completed; 0 = waited,
+ *   anything else = refused (the fence stays outstanding).
  * - fence_release: the pool is done with the fence (return it to a pool).
  *
  * The pool calls the backend with its own lock held; a backend must never
@@ -37,7 +38,7 @@ typedef struct cp_backend {
   int (*barrier)(void *ctx, int device);
   int (*fence_record)(void *ctx, int device, cp_fence_t *out);
   int (*fence_query)(void *ctx, int device, cp_fence_t fence);
-  void (*fence_wait)(void *ctx, int device, cp_fence_t fence);
+  int (*fence_wait)(void *ctx, int device, cp_fence_t fence);
   void (*fence_release)(void *ctx, int device, cp_fence_t fence);
 } cp_backend_t;
 

@@ -1,0 +1,405 @@
+/* pool.c: the pool's life cycle and its two hot paths, cp_alloc and cp_free.
+ *
+ * cp_alloc serves a request, in this order: the best-fitting ready block or
+ * pending block of the caller's own (stream, key); a barrier if pending
+ * blocks exist, then the same search; completed fences; a new segment; on
+ * failure, wait for fences, release whole free segments, retry; then ENOMEM.
+ * cp_free moves an ACTIVE block to PENDING (or READY when nothing can touch
+ * it) and never calls the backend.
+ *
+ * Locking and ownership: see pool_internal.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HASH_NONFATAL_OOM 1
+#include "pool_internal.h"
+
+#define MiB ((size_t)1 << 20)
+
+void cp_config_default(cp_config_t *cfg) {
+  *cfg = (cp_config_t){
+      .round = 512,
+      .small_max = 1 * MiB,
+      .small_segment = 2 * MiB,
+      .large_segment = 20 * MiB,
+      .large_threshold = 10 * MiB,
+      .segment_round = 2 * MiB,
+      .large_split_remainder = 1 * MiB,
+      .max_split = SIZE_MAX,
+      .oversize_waste = 20 * MiB,
+      .limit = CP_NO_LIMIT,
+      .max_cached = CP_NO_LIMIT,
+      .reuse = CP_REUSE_DEFERRED,
+  };
+}
+
+static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+
+static bool config_valid(const cp_config_t *c) {
+  return is_pow2(c->round) && is_pow2(c->segment_round) && c->small_max % c->round == 0 &&
+         c->small_segment >= c->small_max && c->large_threshold <= c->large_segment &&
+         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 &&
+         c->segment_round >= c->round;
+}
+
+size_t cp_round_size(const cp_config_t *cfg, size_t size) {
+  if (size > SIZE_MAX - (cfg->round - 1)) return 0;
+  return (size + cfg->round - 1) & ~(cfg->round - 1);
+}
+
+size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size) {
+  size_t r = cp_round_size(cfg, size);
+  if (r == 0) return 0;
+  if (r <= cfg->small_max) return cfg->small_segment;
+  if (r < cfg->large_threshold) return cfg->large_segment;
+  if (r > SIZE_MAX - (cfg->segment_round - 1)) return 0;
+  return (r + cfg->segment_round - 1) & ~(cfg->segment_round - 1);
+}
+
+int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp_backend_t *backend) {
+  if (!out || !cfg || !backend || !backend->alloc || !backend->free || !config_valid(cfg))
+    return EINVAL;
+  cp_pool_t *pool = calloc(1, sizeof *pool);
+  if (!pool) return ENOMEM;
+  pthread_mutex_init(&pool->lock, NULL);
+  pool->device = device;
+  pool->cfg = *cfg;
+  pool->be = *backend;
+  cp_bins_init(&pool->small.ready, cfg->round);
+  cp_bins_init(&pool->large.ready, cfg->round);
+  cp_segments_init(pool);
+  pool->stats.device = device;
+  *out = pool;
+  return 0;
+}
+
+static void free_keyed(cp_subpool_t *sp) {
+  cp_keyed_t *k, *tmp;
+  HASH_ITER(hh, sp->keyed, k, tmp) {
+    HASH_DEL(sp->keyed, k);
+    free(k);
+  }
+}
+
+static void teardown(cp_pool_t *pool, bool give_back) {
+  if (!pool) return;
+  cp_drop_fences(pool, give_back);
+  HASH_CLEAR(hh, pool->active);
+  while (pool->oldest) {
+    cp_segment_t *seg = pool->oldest;
+    pool->oldest = seg->newer;
+    cp_block_t *b = seg->first;
+    while (b) {
+      cp_block_t *next = b->next;
+      free(b->recorded);
+      free(b);
+      b = next;
+    }
+    if (give_back) pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
+    free(seg);
+  }
+  while (pool->spare) {
+    cp_block_t *b = pool->spare;
+    pool->spare = b->next;
+    free(b);
+  }
+  free_keyed(&pool->small);
+  free_keyed(&pool->large);
+  free(pool->fences);
+  pthread_mutex_destroy(&pool->lock);
+  free(pool);
+}
+
+void cp_pool_destroy(cp_pool_t *pool) { teardown(pool, true); }
+void cp_pool_drop(cp_pool_t *pool) { teardown(pool, false); }
+
+int cp_pool_device(const cp_pool_t *pool) { return pool->device; }
+
+cp_block_t *cp_block_new(cp_pool_t *pool) {
+  cp_block_t *b = pool->spare;
+  if (b) {
+    pool->spare = b->next;
+    memset(b, 0, sizeof *b);
+    return b;
+  }
+  return calloc(1, sizeof *b);
+}
+
+void cp_block_recycle(cp_pool_t *pool, cp_block_t *block) {
+  free(block->recorded);
+  block->recorded = NULL;
+  block->next = pool->spare;
+  pool->spare = block;
+}
+
+/* Blocks at or over max_split are never split: a smaller request may not use
+ * one, a larger one only if it wastes less than oversize_waste. Since `b` is
+ * the best fit, a refusal holds for every larger block too. */
+static cp_block_t *fit_allowed(const cp_config_t *cfg, cp_block_t *b, size_t rsize) {
+  if (!b) return NULL;
+  if (rsize < cfg->max_split && b->size >= cfg->max_split) return NULL;
+  if (rsize >= cfg->max_split && b->size - rsize >= cfg->oversize_waste) return NULL;
+  return b;
+}
+
+static bool better_fit(const cp_block_t *a, const cp_block_t *b) {
+  return !b || a->size < b->size || (a->size == b->size && a->addr < b->addr);
+}
+
+/* Take the best cached block for the request out of its index. */
+static cp_block_t *take_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream,
+                               uint64_t key, bool *immediate) {
+  cp_block_t *best = fit_allowed(&pool->cfg, cp_bins_best_fit(&sp->ready, rsize), rsize);
+  cp_block_t *own = key ? fit_allowed(&pool->cfg, cp_keyed_best_fit(sp, stream, key, rsize), rsize)
+                        : NULL;
+  *immediate = own && better_fit(own, best);
+  if (*immediate) return own; /* stays in the FIFO until split (see carve) */
+  if (best) cp_bins_remove(&sp->ready, best);
+  return best;
+}
+
+static bool should_split(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) {
+  size_t rest = b->size - rsize;
+  if (b->segment->small) return rest >= cfg->round;
+  return rest > cfg->large_split_remainder && b->size < cfg->max_split;
+}
+
+/* Cut `b` down to rsize; the rest keeps b's state (READY or PENDING). A
+ * PENDING b is still in the FIFO and its keyed tree here, so the remainder
+ * can take its place in the free order. Without memory for the remainder's
+ * struct the block is simply handed out whole. */
+static void carve(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t rsize) {
+  cp_block_t *rest = should_split(&pool->cfg, b, rsize) ? cp_block_new(pool) : NULL;
+  if (rest) {
+    rest->addr = b->addr + rsize;
+    rest->size = b->size - rsize;
+    rest->segment = b->segment;
+    rest->stream = b->stream;
+    rest->free_seq = b->free_seq;
+    rest->state = b->state;
+  }
+  if (b->state == CP_BLOCK_PENDING) cp_pending_split(pool, b, rest);
+  if (!rest) return;
+  rest->prev = b;
+  rest->next = b->next;
+  if (b->next) b->next->prev = rest;
+  b->next = rest;
+  b->size = rsize;
+  pool->block_count++;
+  pool->free_block_count++;
+  if (rest->state == CP_BLOCK_READY) cp_bins_insert(&sp->ready, rest);
+}
+
+static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream) {
+  int hash_oom = 0;
+#undef uthash_nonfatal_oom
+#define uthash_nonfatal_oom(e) (hash_oom = 1)
+  b->state = CP_BLOCK_ACTIVE;
+  b->stream = stream;
+  b->requested = size;
+  b->n_recorded = 0;
+  HASH_ADD_PTR(pool->active, addr, b);
+  if (hash_oom) return ENOMEM;
+  pool->free_block_count--;
+  cp_stat_add(&pool->stats.allocated_bytes, (int64_t)b->size);
+  cp_stat_add(&pool->stats.allocated_blocks, 1);
+  cp_stat_add(&pool->stats.requested_bytes, (int64_t)size);
+  pool->stats.num_alloc++;
+  return 0;
+}
+
+/* Every way of finding cached memory, cheapest first. */
+static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream,
+                               uint64_t key, bool *immediate) {
+  cp_block_t *b = take_cached(pool, sp, rsize, stream, key, immediate);
+  if (b || sp->pending_count == 0) return b;
+  if (cp_try_barrier(pool) || cp_poll_fences(pool))
+    b = take_cached(pool, sp, rsize, stream, key, immediate);
+  return b;
+}
+
+int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+  if (size == 0) return EINVAL;
+  size_t rsize = cp_round_size(&pool->cfg, size);
+  bool small = rsize && rsize <= pool->cfg.small_max;
+  pthread_mutex_lock(&pool->lock);
+  if (rsize == 0) {
+    pool->stats.num_ooms++;
+    pthread_mutex_unlock(&pool->lock);
+    return ENOMEM;
+  }
+  cp_subpool_t *sp = cp_subpool_of(pool, small);
+  bool immediate = false, fresh = false;
+  cp_block_t *b = find_cached(pool, sp, rsize, stream, key, &immediate);
+  if (!b) {
+    fresh = cp_segment_grow(pool, small, rsize, &b) == 0;
+    if (!fresh) {
+      pool->stats.num_alloc_retries++;
+      if (cp_wait_fences(pool)) b = take_cached(pool, sp, rsize, stream, key, &immediate);
+      if (!b) fresh = cp_segment_grow(pool, small, rsize, &b) == 0;
+      if (!b && cp_release_free_segments(pool, 0) > 0)
+        fresh = cp_segment_grow(pool, small, rsize, &b) == 0;
+    }
+  }
+  if (!b) {
+    pool->stats.num_ooms++;
+    pthread_mutex_unlock(&pool->lock);
+    return ENOMEM;
+  }
+  carve(pool, sp, b, rsize);
+  int rc = activate(pool, b, size, stream);
+  if (rc) {
+    cp_make_ready(pool, b);
+    cp_stats_refresh_derived(pool);
+    pthread_mutex_unlock(&pool->lock);
+    return rc;
+  }
+  if (fresh) {
+    pool->stats.misses++;
+  } else {
+    pool->stats.hits++;
+    if (immediate) pool->stats.num_immediate_reuse++;
+  }
+  cp_stats_refresh_derived(pool);
+  *out = b->addr;
+  pthread_mutex_unlock(&pool->lock);
+  return 0;
+}
+
+static void trim_to_max_cached(cp_pool_t *pool) {
+  if (pool->cfg.max_cached == CP_NO_LIMIT) return;
+  if ((size_t)pool->stats.cached_bytes.current > pool->cfg.max_cached)
+    cp_release_free_segments(pool, pool->cfg.max_cached);
+}
+
+int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
+  pthread_mutex_lock(&pool->lock);
+  cp_block_t *b;
+  HASH_FIND_PTR(pool->active, &addr, b);
+  if (!b) {
+    int rc = cp_segment_containing(pool, addr) ? EINVAL : ENOENT;
+    pthread_mutex_unlock(&pool->lock);
+    return rc;
+  }
+  HASH_DEL(pool->active, b);
+  pool->free_block_count++;
+  cp_stat_add(&pool->stats.allocated_bytes, -(int64_t)b->size);
+  cp_stat_add(&pool->stats.allocated_blocks, -1);
+  cp_stat_add(&pool->stats.requested_bytes, -(int64_t)b->requested);
+  pool->stats.num_free++;
+  if (pool->cfg.reuse == CP_REUSE_IMMEDIATE || (flags & CP_FREE_DEVICE_IDLE)) {
+    cp_make_ready(pool, b);
+  } else {
+    /* A block used on other streams too is ordered by nobody's own stream. */
+    cp_pending_add(pool, b, b->n_recorded ? 0 : key);
+  }
+  cp_stats_refresh_derived(pool);
+  trim_to_max_cached(pool);
+  pthread_mutex_unlock(&pool->lock);
+  return 0;
+}
+
+size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
+  pthread_mutex_lock(&pool->lock);
+  cp_block_t *b;
+  HASH_FIND_PTR(pool->active, &addr, b);
+  size_t size = b ? b->size : 0;
+  pthread_mutex_unlock(&pool->lock);
+  return size;
+}
+
+int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
+  pthread_mutex_lock(&pool->lock);
+  cp_block_t *b;
+  HASH_FIND_PTR(pool->active, &addr, b);
+  int rc = b ? 0 : ENOENT;
+  if (b && stream != b->stream) {
+    bool known = false;
+    for (uint32_t i = 0; i < b->n_recorded; i++) known |= b->recorded[i] == stream;
+    if (!known && b->n_recorded == b->cap_recorded) {
+      uint32_t cap = b->cap_recorded ? b->cap_recorded * 2 : 4;
+      uint64_t *grown = realloc(b->recorded, cap * sizeof *grown);
+      if (grown) {
+        b->recorded = grown;
+        b->cap_recorded = cap;
+      } else {
+        rc = ENOMEM;
+      }
+    }
+    if (!known && rc == 0) b->recorded[b->n_recorded++] = stream;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return rc;
+}
+
+uint64_t cp_sync_mark(cp_pool_t *pool) {
+  pthread_mutex_lock(&pool->lock);
+  uint64_t mark = pool->free_seq;
+  pthread_mutex_unlock(&pool->lock);
+  return mark;
+}
+
+void cp_sync_device(cp_pool_t *pool, uint64_t mark) {
+  pthread_mutex_lock(&pool->lock);
+  pool->stats.num_sync_points++;
+  cp_complete_upto(pool, mark);
+  cp_retire_fences_upto(pool, mark);
+  cp_stats_refresh_derived(pool);
+  trim_to_max_cached(pool);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
+  pthread_mutex_lock(&pool->lock);
+  pool->stats.num_sync_points++;
+  cp_block_t *b = pool->fifo_head;
+  while (b && b->free_seq <= mark) {
+    cp_block_t *next = b->fifo_next;
+    if (b->stream == stream && b->n_recorded == 0) {
+      cp_pending_remove(pool, b);
+      cp_make_ready(pool, b);
+    }
+    b = next;
+  }
+  cp_stats_refresh_derived(pool);
+  trim_to_max_cached(pool);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+size_t cp_empty_cache(cp_pool_t *pool) {
+  pthread_mutex_lock(&pool->lock);
+  if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
+  size_t released = cp_release_free_segments(pool, 0);
+  pthread_mutex_unlock(&pool->lock);
+  return released;
+}
+
+size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
+  pthread_mutex_lock(&pool->lock);
+  size_t released = cp_release_free_segments(pool, target_cached);
+  pthread_mutex_unlock(&pool->lock);
+  return released;
+}
+
+void cp_set_limit(cp_pool_t *pool, size_t limit) {
+  pthread_mutex_lock(&pool->lock);
+  pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
+  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit)
+    cp_release_free_segments(pool, 0);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void cp_set_max_cached(cp_pool_t *pool, size_t max_cached) {
+  pthread_mutex_lock(&pool->lock);
+  pool->cfg.max_cached = max_cached;
+  cp_stats_refresh_derived(pool);
+  trim_to_max_cached(pool);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void cp_get_config(cp_pool_t *pool, cp_config_t *out) {
+  pthread_mutex_lock(&pool->lock);
+  *out = pool->cfg;
+  pthread_mutex_unlock(&pool->lock);
+}

@@ -1,0 +1,91 @@
+/* pool_internal.h: the pool's state, shared by the core's .c files only.
+ *
+ * Locking: `lock` guards everything here. Public functions (pool.h) take it;
+ * functions declared below expect it held.
+ *
+ * Ownership: the pool owns its segments, blocks and keyed trees. Block
+ * structs are recycled through `spare` so that splitting never calls malloc
+ * on the hot path once the pool is warm. */
+#ifndef CUDAPOOL_CORE_POOL_INTERNAL_H
+#define CUDAPOOL_CORE_POOL_INTERNAL_H
+
+#include <pthread.h>
+
+#include "bins.h"
+#include "pool.h"
+
+/* Pending blocks that one (stream, key) may reuse at once. */
+typedef struct cp_keyed {
+  struct { uint64_t stream, key; } id;
+  struct cp_size_tree tree;
+  size_t count;
+  UT_hash_handle hh;
+} cp_keyed_t;
+
+typedef struct cp_subpool {
+  cp_bins_t ready;
+  cp_keyed_t *keyed;    /* uthash by id */
+  size_t pending_bytes;
+  size_t pending_count;
+} cp_subpool_t;
+
+typedef struct cp_fence_rec {
+  cp_fence_t fence;
+  uint64_t covers; /* completes every block with free_seq <= covers */
+} cp_fence_rec_t;
+
+struct cp_pool {
+  pthread_mutex_t lock;
+  int device;
+  cp_config_t cfg;
+  cp_backend_t be;
+  cp_subpool_t small, large;
+  cp_block_t *active;                /* uthash: addr -> ACTIVE block */
+  struct cp_segment_tree segments;   /* by base address */
+  cp_segment_t *oldest, *newest;     /* creation order */
+  cp_block_t *fifo_head, *fifo_tail; /* PENDING blocks in free order */
+  uint64_t free_seq;                 /* last sequence number handed out */
+  uint64_t fenced_upto;              /* newest free_seq a fence covers */
+  cp_fence_rec_t *fences;            /* ring of outstanding fences */
+  size_t fence_head, fence_count, fence_cap;
+  cp_block_t *spare;                 /* recycled block structs (via next) */
+  size_t block_count, free_block_count;
+  cudapool_stats_t stats;
+};
+
+/* block structs */
+cp_block_t *cp_block_new(cp_pool_t *pool);
+void cp_block_recycle(cp_pool_t *pool, cp_block_t *block);
+
+/* segments (segment.c) */
+int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out);
+void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg);
+size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached);
+cp_segment_t *cp_segment_containing(cp_pool_t *pool, uintptr_t addr);
+void cp_segments_init(cp_pool_t *pool);
+
+/* reuse (reuse.c) */
+void cp_make_ready(cp_pool_t *pool, cp_block_t *block);
+void cp_pending_add(cp_pool_t *pool, cp_block_t *block, uint64_t key);
+void cp_pending_remove(cp_pool_t *pool, cp_block_t *block);
+/* `block` leaves the pending indexes; `rest` (may be NULL), cut from it, takes
+ * its place in the free order and in its keyed tree. */
+void cp_pending_split(cp_pool_t *pool, cp_block_t *block, cp_block_t *rest);
+void cp_complete_upto(cp_pool_t *pool, uint64_t seq);
+bool cp_try_barrier(cp_pool_t *pool);
+bool cp_poll_fences(cp_pool_t *pool);
+bool cp_wait_fences(cp_pool_t *pool);
+void cp_drop_fences(cp_pool_t *pool, bool release);
+/* Forget fences whose blocks a synchronisation already completed. */
+void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq);
+cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size);
+
+/* stats (stats.c) */
+void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
+void cp_stats_refresh_derived(cp_pool_t *pool);
+
+static inline cp_subpool_t *cp_subpool_of(cp_pool_t *pool, bool small) {
+  return small ? &pool->small : &pool->large;
+}
+
+#endif

@@ -1,0 +1,237 @@
+/* reuse.c: when a freed block may be handed out again.
+ *
+ * Pending blocks sit in a FIFO in free order (free_seq grows by one per
+ * free), so completing "everything freed up to seq" is a walk from the head.
+ * Barriers complete every pending block at once. Fences are batched: one is
+ * recorded only when pending blocks exist that no fence covers yet, and it
+ * covers all of them; fences complete in the order they were recorded, since
+ * each one covers all streams and is recorded after the previous one.
+ * A pending block freed with a key also sits in the tree of its
+ * (stream, key), where an allocation with the same pair may take it at once.
+ *
+ * Called with the pool lock held. */
+#include <errno.h>
+#include <stdlib.h>
+
+#define HASH_NONFATAL_OOM 1
+#include "pool_internal.h"
+
+static cp_subpool_t *subpool_of_block(cp_pool_t *pool, const cp_block_t *b) {
+  return cp_subpool_of(pool, b->segment->small);
+}
+
+void cp_make_ready(cp_pool_t *pool, cp_block_t *b) {
+  cp_subpool_t *sp = subpool_of_block(pool, b);
+  b->state = CP_BLOCK_READY;
+  b->keyed = NULL;
+  b->n_recorded = 0;
+  cp_block_t *prev = b->prev, *next = b->next;
+  if (prev && prev->state == CP_BLOCK_READY) {
+    cp_bins_remove(&sp->ready, prev);
+    prev->size += b->size;
+    prev->next = next;
+    if (next) next->prev = prev;
+    cp_block_recycle(pool, b);
+    pool->block_count--;
+    pool->free_block_count--;
+    b = prev;
+  }
+  if (next && next->state == CP_BLOCK_READY) {
+    cp_bins_remove(&sp->ready, next);
+    b->size += next->size;
+    b->next = next->next;
+    if (next->next) next->next->prev = b;
+    cp_block_recycle(pool, next);
+    pool->block_count--;
+    pool->free_block_count--;
+  }
+  cp_bins_insert(&sp->ready, b);
+}
+
+static cp_keyed_t *keyed_get(cp_subpool_t *sp, uint64_t stream, uint64_t key, bool create) {
+  cp_keyed_t probe = {.id = {stream, key}};
+  cp_keyed_t *k;
+  HASH_FIND(hh, sp->keyed, &probe.id, sizeof probe.id, k);
+  if (k || !create) return k;
+  /* Threads come and go: drop empty trees before the table grows large. */
+  if (HASH_COUNT(sp->keyed) >= 64) {
+    cp_keyed_t *it, *tmp;
+    HASH_ITER(hh, sp->keyed, it, tmp) {
+      if (it->count == 0) {
+        HASH_DEL(sp->keyed, it);
+        free(it);
+      }
+    }
+  }
+  k = calloc(1, sizeof *k);
+  if (!k) return NULL;
+  k->id = probe.id;
+  RB_INIT(&k->tree);
+  int hash_oom = 0;
+#undef uthash_nonfatal_oom
+#define uthash_nonfatal_oom(e) (hash_oom = 1)
+  HASH_ADD(hh, sp->keyed, id, sizeof k->id, k);
+  if (hash_oom) {
+    free(k);
+    return NULL;
+  }
+  return k;
+}
+
+cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size) {
+  if (!sp->keyed) return NULL;
+  cp_keyed_t *k = keyed_get(sp, stream, key, false);
+  return k && k->count ? cp_tree_best_fit(&k->tree, size) : NULL;
+}
+
+static void pending_account(cp_pool_t *pool, cp_block_t *b, int sign) {
+  cp_subpool_t *sp = subpool_of_block(pool, b);
+  sp->pending_bytes += sign > 0 ? b->size : -b->size;
+  sp->pending_count += sign > 0 ? 1 : (size_t)-1;
+  cp_stat_add(&pool->stats.pending_bytes, sign * (int64_t)b->size);
+}
+
+static void keyed_insert(cp_keyed_t *k, cp_block_t *b) {
+  b->keyed = k;
+  if (!k) return;
+  cp_tree_insert(&k->tree, b);
+  k->count++;
+}
+
+void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
+  b->state = CP_BLOCK_PENDING;
+  b->free_seq = ++pool->free_seq;
+  b->fifo_next = NULL;
+  b->fifo_prev = pool->fifo_tail;
+  if (pool->fifo_tail) pool->fifo_tail->fifo_next = b;
+  else pool->fifo_head = b;
+  pool->fifo_tail = b;
+  keyed_insert(key ? keyed_get(subpool_of_block(pool, b), b->stream, key, true) : NULL, b);
+  pending_account(pool, b, +1);
+}
+
+static void fifo_unlink(cp_pool_t *pool, cp_block_t *b) {
+  if (b->fifo_prev) b->fifo_prev->fifo_next = b->fifo_next;
+  else pool->fifo_head = b->fifo_next;
+  if (b->fifo_next) b->fifo_next->fifo_prev = b->fifo_prev;
+  else pool->fifo_tail = b->fifo_prev;
+  b->fifo_prev = b->fifo_next = NULL;
+}
+
+static void keyed_unlink(cp_block_t *b) {
+  if (!b->keyed) return;
+  cp_tree_remove(&b->keyed->tree, b);
+  b->keyed->count--;
+}
+
+void cp_pending_remove(cp_pool_t *pool, cp_block_t *b) {
+  fifo_unlink(pool, b);
+  keyed_unlink(b);
+  b->keyed = NULL;
+  pending_account(pool, b, -1);
+}
+
+void cp_pending_split(cp_pool_t *pool, cp_block_t *b, cp_block_t *rest) {
+  if (rest) {
+    rest->fifo_prev = b;
+    rest->fifo_next = b->fifo_next;
+    if (b->fifo_next) b->fifo_next->fifo_prev = rest;
+    else pool->fifo_tail = rest;
+    b->fifo_next = rest;
+    keyed_insert(b->keyed, rest);
+    pending_account(pool, rest, +1);
+  }
+  cp_pending_remove(pool, b);
+}
+
+void cp_complete_upto(cp_pool_t *pool, uint64_t seq) {
+  while (pool->fifo_head && pool->fifo_head->free_seq <= seq) {
+    cp_block_t *b = pool->fifo_head;
+    cp_pending_remove(pool, b);
+    cp_make_ready(pool, b);
+  }
+}
+
+static cp_fence_rec_t *fence_front(cp_pool_t *pool) { return &pool->fences[pool->fence_head]; }
+
+static void fence_pop(cp_pool_t *pool, bool release) {
+  cp_fence_rec_t *rec = fence_front(pool);
+  if (release && pool->be.fence_release)
+    pool->be.fence_release(pool->be.ctx, pool->device, rec->fence);
+  pool->fence_head = (pool->fence_head + 1) % pool->fence_cap;
+  pool->fence_count--;
+}
+
+void cp_drop_fences(cp_pool_t *pool, bool release) {
+  while (pool->fence_count) fence_pop(pool, release);
+}
+
+bool cp_try_barrier(cp_pool_t *pool) {
+  if (!pool->be.barrier || pool->be.barrier(pool->be.ctx, pool->device) != 0) return false;
+  pool->stats.num_barriers++;
+  cp_complete_upto(pool, pool->free_seq);
+  cp_drop_fences(pool, true);
+  pool->fenced_upto = pool->free_seq;
+  return true;
+}
+
+static bool fence_push(cp_pool_t *pool, cp_fence_t fence, uint64_t covers) {
+  if (pool->fence_count == pool->fence_cap) {
+    size_t cap = pool->fence_cap ? pool->fence_cap * 2 : 16;
+    cp_fence_rec_t *ring = malloc(cap * sizeof *ring);
+    if (!ring) return false;
+    for (size_t i = 0; i < pool->fence_count; i++)
+      ring[i] = pool->fences[(pool->fence_head + i) % pool->fence_cap];
+    free(pool->fences);
+    pool->fences = ring;
+    pool->fence_cap = cap;
+    pool->fence_head = 0;
+  }
+  pool->fences[(pool->fence_head + pool->fence_count) % pool->fence_cap] =
+      (cp_fence_rec_t){fence, covers};
+  pool->fence_count++;
+  return true;
+}
+
+/* One fence for every pending block no fence covers yet. */
+static void fence_new_frees(cp_pool_t *pool) {
+  if (!pool->be.fence_record || !pool->fifo_tail || pool->fifo_tail->free_seq <= pool->fenced_upto)
+    return;
+  cp_fence_t fence;
+  if (pool->be.fence_record(pool->be.ctx, pool->device, &fence) != 0) return;
+  if (!fence_push(pool, fence, pool->free_seq)) {
+    if (pool->be.fence_release) pool->be.fence_release(pool->be.ctx, pool->device, fence);
+    return;
+  }
+  pool->fenced_upto = pool->free_seq;
+  pool->stats.num_fences_recorded++;
+}
+
+bool cp_poll_fences(cp_pool_t *pool) {
+  fence_new_frees(pool);
+  bool progress = false;
+  while (pool->fence_count &&
+         pool->be.fence_query(pool->be.ctx, pool->device, fence_front(pool)->fence) == 1) {
+    cp_complete_upto(pool, fence_front(pool)->covers);
+    fence_pop(pool, true);
+    progress = true;
+  }
+  return progress;
+}
+
+bool cp_wait_fences(cp_pool_t *pool) {
+  fence_new_frees(pool);
+  bool progress = false;
+  while (pool->fence_count) {
+    if (pool->be.fence_wait(pool->be.ctx, pool->device, fence_front(pool)->fence) != 0) break;
+    pool->stats.num_fences_waited++;
+    cp_complete_upto(pool, fence_front(pool)->covers);
+    fence_pop(pool, true);
+    progress = true;
+  }
+  return progress;
+}
+
+void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq) {
+  while (pool->fence_count && fence_front(pool)->covers <= seq) fence_pop(pool, true);
+}

@@ -1,0 +1,105 @@
+/* segment.c: segments, the backend allocations the pool carves blocks from.
+ *
+ * Owns growing (with the limit and the fallback to a request-sized segment),
+ * releasing whole free segments oldest first, and finding the segment that
+ * holds an address. Segments live in a tree by base address and a list in
+ * creation order. Called with the pool lock held. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "pool_internal.h"
+
+static int cmp_base(const cp_segment_t *a, const cp_segment_t *b) {
+  return a->base < b->base ? -1 : a->base > b->base;
+}
+
+CP_RB_GENERATE_STATIC(cp_segment_tree, cp_segment, addr_link, cmp_base)
+
+void cp_segments_init(cp_pool_t *pool) { RB_INIT(&pool->segments); }
+
+cp_segment_t *cp_segment_containing(cp_pool_t *pool, uintptr_t addr) {
+  cp_segment_t key = {.base = addr};
+  cp_segment_t *s = RB_NFIND(cp_segment_tree, &pool->segments, &key);
+  if (s && s->base == addr) return s;
+  s = s ? RB_PREV(cp_segment_tree, &pool->segments, s) : RB_MAX(cp_segment_tree, &pool->segments);
+  return s && addr - s->base < s->size ? s : NULL;
+}
+
+/* The segment size for a request of rsize bytes under the limit: the
+ * standard size, else the request's own size when only that fits, else 0. */
+static size_t size_under_limit(const cp_pool_t *pool, size_t rsize) {
+  size_t seg = cp_driver_alloc_size(&pool->cfg, rsize);
+  if (pool->cfg.limit == CP_NO_LIMIT) return seg;
+  size_t reserved = (size_t)pool->stats.reserved_bytes.current;
+  size_t room = pool->cfg.limit > reserved ? pool->cfg.limit - reserved : 0;
+  if (seg <= room) return seg;
+  return rsize <= room ? rsize : 0;
+}
+
+int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out) {
+  size_t size = size_under_limit(pool, rsize);
+  if (size == 0) return ENOMEM;
+  uintptr_t base;
+  int rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
+  if (rc != 0 && size > rsize) {
+    /* The standard segment may not fit where the request itself does. */
+    size = rsize;
+    rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
+  }
+  if (rc != 0) return rc;
+  cp_segment_t *seg = calloc(1, sizeof *seg);
+  cp_block_t *b = seg ? cp_block_new(pool) : NULL;
+  if (!b) {
+    free(seg);
+    pool->be.free(pool->be.ctx, pool->device, base, size);
+    return ENOMEM;
+  }
+  *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b, .older = pool->newest};
+  if (pool->newest) pool->newest->newer = seg;
+  else pool->oldest = seg;
+  pool->newest = seg;
+  RB_INSERT(cp_segment_tree, &pool->segments, seg);
+  *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
+  pool->block_count++;
+  pool->free_block_count++;
+  cp_stat_add(&pool->stats.reserved_bytes, (int64_t)size);
+  cp_stat_add(&pool->stats.segments, 1);
+  pool->stats.num_device_alloc++;
+  *out = b;
+  return 0;
+}
+
+void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
+  cp_block_t *b = seg->first;
+  cp_bins_remove(&cp_subpool_of(pool, seg->small)->ready, b);
+  cp_block_recycle(pool, b);
+  pool->block_count--;
+  pool->free_block_count--;
+  RB_REMOVE(cp_segment_tree, &pool->segments, seg);
+  if (seg->older) seg->older->newer = seg->newer;
+  else pool->oldest = seg->newer;
+  if (seg->newer) seg->newer->older = seg->older;
+  else pool->newest = seg->older;
+  pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
+  cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
+  cp_stat_add(&pool->stats.segments, -1);
+  pool->stats.num_device_free++;
+  free(seg);
+}
+
+size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached) {
+  size_t released = 0;
+  cp_segment_t *seg = pool->oldest;
+  while (seg) {
+    cp_segment_t *newer = seg->newer;
+    size_t cached = (size_t)(pool->stats.reserved_bytes.current - pool->stats.allocated_bytes.current);
+    if (cached <= target_cached) break;
+    if (cp_segment_is_free(seg)) {
+      released += seg->size;
+      cp_segment_release(pool, seg);
+    }
+    seg = newer;
+  }
+  cp_stats_refresh_derived(pool);
+  return released;
+}

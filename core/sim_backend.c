@@ -1,0 +1,191 @@
+/* sim_backend.c: the simulated device (see sim_backend.h). Addresses come
+ * from a sorted list of free ranges, first fit, 512-byte aligned. */
+#include "sim_backend.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+struct cp_sim_range {
+  uintptr_t addr;
+  size_t size;
+  struct cp_sim_range *next; /* holes: next higher hole */
+  UT_hash_handle hh;         /* live: by addr */
+};
+
+#define SIM_ALIGN 512u
+#define SIM_BASE ((uintptr_t)0x7f0000000000ull)
+
+void cp_sim_init(cp_sim_t *sim, size_t capacity) {
+  memset(sim, 0, sizeof *sim);
+  sim->base = SIM_BASE;
+  sim->capacity = capacity;
+  sim->fail_after = -1;
+  sim->rng = 0x9e3779b97f4a7c15ull;
+  sim->barrier_enabled = true;
+  sim->fence_enabled = true;
+  sim->holes = calloc(1, sizeof *sim->holes);
+  if (sim->holes) *sim->holes = (cp_sim_range_t){.addr = SIM_BASE, .size = (size_t)1 << 46};
+}
+
+void cp_sim_fini(cp_sim_t *sim) {
+  cp_sim_range_t *r, *tmp;
+  HASH_ITER(hh, sim->live, r, tmp) {
+    HASH_DEL(sim->live, r);
+    free(r);
+  }
+  while (sim->holes) {
+    r = sim->holes;
+    sim->holes = r->next;
+    free(r);
+  }
+}
+
+size_t cp_sim_live_count(const cp_sim_t *sim) { return HASH_COUNT(sim->live); }
+
+static uint64_t next_random(cp_sim_t *sim) {
+  sim->rng ^= sim->rng << 13;
+  sim->rng ^= sim->rng >> 7;
+  sim->rng ^= sim->rng << 17;
+  return sim->rng;
+}
+
+static bool should_fail(cp_sim_t *sim, size_t size) {
+  if (sim->used + size > sim->capacity) return true;
+  if (sim->fail_after == 0) return true;
+  if (sim->fail_after > 0) sim->fail_after--;
+  return sim->fail_percent && next_random(sim) % 100 < sim->fail_percent;
+}
+
+static int sim_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  size_t need = (size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
+  cp_sim_range_t **link = &sim->holes;
+  while (*link && (*link)->size < need) link = &(*link)->next;
+  cp_sim_range_t *live = *link && !should_fail(sim, need) ? malloc(sizeof *live) : NULL;
+  if (!live) {
+    sim->failed_allocs++;
+    return ENOMEM;
+  }
+  cp_sim_range_t *hole = *link;
+  *live = (cp_sim_range_t){.addr = hole->addr, .size = need};
+  hole->addr += need;
+  hole->size -= need;
+  if (hole->size == 0) {
+    *link = hole->next;
+    free(hole);
+  }
+  HASH_ADD_PTR(sim->live, addr, live);
+  sim->used += need;
+  if (sim->used > sim->peak_used) sim->peak_used = sim->used;
+  sim->allocs++;
+  *out = live->addr;
+  return 0;
+}
+
+/* Put [addr, addr+size) back into the sorted hole list, merging neighbours. */
+static void add_hole(cp_sim_t *sim, uintptr_t addr, size_t size) {
+  cp_sim_range_t **link = &sim->holes, *prev = NULL;
+  while (*link && (*link)->addr < addr) {
+    prev = *link;
+    link = &(*link)->next;
+  }
+  cp_sim_range_t *next = *link;
+  if (prev && prev->addr + prev->size == addr) {
+    prev->size += size;
+    if (next && prev->addr + prev->size == next->addr) {
+      prev->size += next->size;
+      prev->next = next->next;
+      free(next);
+    }
+    return;
+  }
+  if (next && addr + size == next->addr) {
+    next->addr = addr;
+    next->size += size;
+    return;
+  }
+  cp_sim_range_t *hole = malloc(sizeof *hole);
+  if (!hole) return; /* the range is lost to the simulation, nothing else */
+  *hole = (cp_sim_range_t){.addr = addr, .size = size, .next = next};
+  *link = hole;
+}
+
+static void sim_free(void *ctx, int device, uintptr_t addr, size_t size) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  cp_sim_range_t *live;
+  HASH_FIND_PTR(sim->live, &addr, live);
+  size_t need = (size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
+  if (!live || live->size != need) {
+    sim->bad_frees++;
+    return;
+  }
+  HASH_DEL(sim->live, live);
+  free(live);
+  sim->used -= need;
+  sim->frees++;
+  add_hole(sim, addr, need);
+}
+
+static int sim_barrier(void *ctx, int device) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  if (!sim->barrier_enabled) {
+    sim->refused_barriers++;
+    return -1;
+  }
+  sim->barriers++;
+  return 0;
+}
+
+static int sim_fence_record(void *ctx, int device, cp_fence_t *out) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  if (!sim->fence_enabled) return -1;
+  uint64_t id = ++sim->fences_recorded;
+  if (sim->fence_auto_complete) sim->fences_completed = id;
+  *out = (cp_fence_t)(uintptr_t)id;
+  return 0;
+}
+
+static int sim_fence_query(void *ctx, int device, cp_fence_t fence) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  sim->fence_queries++;
+  return (uint64_t)(uintptr_t)fence <= sim->fences_completed;
+}
+
+static int sim_fence_wait(void *ctx, int device, cp_fence_t fence) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  uint64_t id = (uint64_t)(uintptr_t)fence;
+  sim->fence_waits++;
+  if (id > sim->fences_completed) sim->fences_completed = id;
+  return 0;
+}
+
+static void sim_fence_release(void *ctx, int device, cp_fence_t fence) {
+  (void)device;
+  (void)fence;
+  ((cp_sim_t *)ctx)->fences_released++;
+}
+
+void cp_sim_complete_fences(cp_sim_t *sim, uint64_t upto) {
+  if (upto > sim->fences_completed) sim->fences_completed = upto;
+}
+
+cp_backend_t cp_sim_backend(cp_sim_t *sim) {
+  return (cp_backend_t){
+      .ctx = sim,
+      .alloc = sim_alloc,
+      .free = sim_free,
+      .barrier = sim_barrier,
+      .fence_record = sim_fence_record,
+      .fence_query = sim_fence_query,
+      .fence_wait = sim_fence_wait,
+      .fence_release = sim_fence_release,
+  };
+}

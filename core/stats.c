@@ -1,0 +1,46 @@
+/* stats.c: the pool's counters (the list is CUDAPOOL_GAUGES/COUNTERS in
+ * cudapool.h). Gauges keep their peak; active and cached are derived from
+ * allocated, pending and reserved after every change. */
+#include <string.h>
+
+#include "pool_internal.h"
+
+void cp_stat_add(cudapool_gauge_t *g, int64_t delta) {
+  g->current += delta;
+  if (g->current > g->peak) g->peak = g->current;
+}
+
+static void stat_set(cudapool_gauge_t *g, int64_t value) { cp_stat_add(g, value - g->current); }
+
+void cp_stats_refresh_derived(cp_pool_t *pool) {
+  cudapool_stats_t *s = &pool->stats;
+  stat_set(&s->active_bytes, s->allocated_bytes.current + s->pending_bytes.current);
+  stat_set(&s->cached_bytes, s->reserved_bytes.current - s->allocated_bytes.current);
+}
+
+static size_t largest_ready(cp_pool_t *pool) {
+  cp_block_t *a = cp_bins_largest(&pool->small.ready);
+  cp_block_t *b = cp_bins_largest(&pool->large.ready);
+  size_t x = a ? a->size : 0, y = b ? b->size : 0;
+  return x > y ? x : y;
+}
+
+void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out) {
+  pthread_mutex_lock(&pool->lock);
+  *out = pool->stats;
+  out->size = sizeof *out;
+  out->version = CUDAPOOL_STATS_VERSION;
+  out->device = pool->device;
+  out->blocks = pool->block_count;
+  out->free_blocks = pool->free_block_count;
+  out->largest_free_block = largest_ready(pool);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void cp_reset_peak(cp_pool_t *pool) {
+  pthread_mutex_lock(&pool->lock);
+#define RESET_PEAK(name, desc) pool->stats.name.peak = pool->stats.name.current;
+  CUDAPOOL_GAUGES(RESET_PEAK)
+#undef RESET_PEAK
+  pthread_mutex_unlock(&pool->lock);
+}
