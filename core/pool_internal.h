@@ -10,6 +10,23 @@
 #define CUDAPOOL_CORE_POOL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+/* uthash's default (Jenkins) costs more than the rest of a cache hit; block
+ * addresses and (stream, key) pairs are whole 64-bit words, so a multiply
+ * and a shift mix them well enough. Every core file uses this one. */
+static inline unsigned cp_hash_words(const void *key, size_t len) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, (const char *)key + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return (unsigned)h;
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = cp_hash_words((keyptr), (keylen)))
 
 #include "bins.h"
 #include "pool.h"
@@ -25,6 +42,7 @@ typedef struct cp_keyed {
 typedef struct cp_subpool {
   cp_bins_t ready;
   cp_keyed_t *keyed;    /* uthash by id */
+  cp_keyed_t *last_keyed; /* the one looked up last: usually the next too */
   size_t pending_bytes;
   size_t pending_count;
 } cp_subpool_t;

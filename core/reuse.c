@@ -49,13 +49,16 @@ void cp_make_ready(cp_pool_t *pool, cp_block_t *b) {
 }
 
 static cp_keyed_t *keyed_get(cp_subpool_t *sp, uint64_t stream, uint64_t key, bool create) {
+  cp_keyed_t *k = sp->last_keyed;
+  if (k && k->id.stream == stream && k->id.key == key) return k;
   cp_keyed_t probe = {.id = {stream, key}};
-  cp_keyed_t *k;
   HASH_FIND(hh, sp->keyed, &probe.id, sizeof probe.id, k);
+  if (k) sp->last_keyed = k;
   if (k || !create) return k;
   /* Threads come and go: drop empty trees before the table grows large. */
   if (HASH_COUNT(sp->keyed) >= 64) {
     cp_keyed_t *it, *tmp;
+    sp->last_keyed = NULL;
     HASH_ITER(hh, sp->keyed, it, tmp) {
       if (it->count == 0) {
         HASH_DEL(sp->keyed, it);
@@ -75,6 +78,7 @@ static cp_keyed_t *keyed_get(cp_subpool_t *sp, uint64_t stream, uint64_t key, bo
     free(k);
     return NULL;
   }
+  sp->last_keyed = k;
   return k;
 }
 

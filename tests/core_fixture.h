@@ -5,10 +5,12 @@
 #define CUDAPOOL_TESTS_CORE_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <criterion/new/assert.h>
 
 #include "pool.h"
 #include "sim_backend.h"
+#include "bins.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)

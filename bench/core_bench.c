@@ -1,0 +1,148 @@
+/* core_bench.c: the pool's own cost on the simulated device, no CUDA.
+ * Prints one line per case, "CASE: N ns/pair", N the median over batches of
+ * the nanoseconds per cp_alloc + cp_free pair. Run by `make bench`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool.h"
+#include "sim_backend.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define BATCHES 41
+#define PAIRS 2000
+
+static cp_sim_t sim;
+static cp_backend_t be;
+static cp_pool_t *pool;
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t rnd(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return rng;
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void open_pool(void) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cp_sim_init(&sim, (size_t)1 << 44);
+  be = cp_sim_backend(&sim);
+  if (cp_pool_create(&pool, 0, &cfg, &be) != 0) abort();
+}
+
+static void close_pool(void) {
+  cp_pool_destroy(pool);
+  cp_sim_fini(&sim);
+}
+
+static uintptr_t must_alloc(size_t size, uint64_t key) {
+  uintptr_t p;
+  if (cp_alloc(pool, size, 0, key, &p) != 0) abort();
+  return p;
+}
+
+typedef void (*pair_fn)(int i);
+
+static const char *only; /* argv[1]: run just this case */
+
+static void report(const char *name, pair_fn pair) {
+  double per_pair[BATCHES];
+  if (only && strcmp(only, name) != 0) return;
+  for (int i = 0; i < PAIRS; i++) pair(i); /* warm up */
+  for (int b = 0; b < BATCHES; b++) {
+    double t0 = now_ns();
+    for (int i = 0; i < PAIRS; i++) pair(i);
+    per_pair[b] = (now_ns() - t0) / PAIRS;
+  }
+  qsort(per_pair, BATCHES, sizeof per_pair[0], cmp_double);
+  printf("%s: %.1f ns/pair\n", name, per_pair[BATCHES / 2]);
+  fflush(stdout);
+}
+
+/* Same size, same thread key: the shim's common case. */
+static void hit_same_key(int i) {
+  (void)i;
+  cp_free(pool, must_alloc(4096, 1), 1, 0);
+}
+
+/* Same size, no key: every reuse needs a barrier (the simulated one is free). */
+static void hit_barrier(int i) {
+  (void)i;
+  cp_free(pool, must_alloc(4096, 0), 0, 0);
+}
+
+static size_t mixed_size(void) {
+  uint64_t r = rnd() % 100;
+  if (r < 70) return 512 + rnd() % (256 * KiB);
+  if (r < 95) return 256 * KiB + rnd() % (768 * KiB);
+  return 1 * MiB + rnd() % (16 * MiB);
+}
+
+#define MIXED_LIVE 10000
+static uintptr_t mixed_live[MIXED_LIVE];
+
+/* Replace a random one of 10,000 live blocks of mixed sizes. */
+static void mixed_10k(int i) {
+  (void)i;
+  size_t slot = rnd() % MIXED_LIVE;
+  cp_free(pool, mixed_live[slot], 1, 0);
+  mixed_live[slot] = must_alloc(mixed_size(), 1);
+}
+
+#define SIZES 64
+static size_t lookup_sizes[SIZES];
+
+/* Take a free block of a size that exists and give it back, with n free
+ * blocks of mixed sizes around (kept apart by live blocks). */
+static void lookup(int i) {
+  size_t size = lookup_sizes[(size_t)i % SIZES];
+  cp_free(pool, must_alloc(size, 0), 0, CP_FREE_DEVICE_IDLE);
+}
+
+static void fill_free_blocks(int n) {
+  for (int s = 0; s < SIZES; s++) lookup_sizes[s] = 512 * (1 + rnd() % 200);
+  uintptr_t *holes = malloc(sizeof *holes * (size_t)n);
+  for (int k = 0; k < n; k++) {
+    holes[k] = must_alloc(lookup_sizes[rnd() % SIZES] + 512 * (rnd() % 3), 0);
+    must_alloc(512, 0); /* separator, never freed */
+  }
+  for (int k = 0; k < n; k++) cp_free(pool, holes[k], 0, CP_FREE_DEVICE_IDLE);
+  free(holes);
+}
+
+int main(int argc, char **argv) {
+  only = argc > 1 ? argv[1] : NULL;
+  open_pool();
+  report("cache_hit", hit_same_key);
+  report("cache_hit_barrier", hit_barrier);
+  close_pool();
+
+  open_pool();
+  for (int i = 0; i < MIXED_LIVE; i++) mixed_live[i] = must_alloc(mixed_size(), 1);
+  report("mixed_10000_live", mixed_10k);
+  close_pool();
+
+  open_pool();
+  fill_free_blocks(100);
+  report("lookup_100_free", lookup);
+  close_pool();
+
+  open_pool();
+  fill_free_blocks(100000);
+  report("lookup_100000_free", lookup);
+  close_pool();
+  return 0;
+}
