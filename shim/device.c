@@ -1,0 +1,244 @@
+/* device.c: the device table, pool creation, and the stream and capture
+ * bookkeeping a safe barrier needs (see device.h). */
+#include "device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "real.h"
+#include "shim.h"
+
+static cp_device_t devices[CP_MAX_DEVICES];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static atomic_bool per_thread_stream_seen;
+
+static void table_init(void) {
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    devices[i].id = i;
+    pthread_mutex_init(&devices[i].lock, NULL);
+  }
+}
+
+cp_device_t *cp_device(int id) {
+  pthread_once(&table_once, table_init);
+  return id >= 0 && id < CP_MAX_DEVICES ? &devices[id] : NULL;
+}
+
+cp_device_t *cp_current_device(void) {
+  int id = 0;
+  if (cp_real.cudaGetDevice(&id) != cudaSuccess) return NULL;
+  return cp_device(id);
+}
+
+int cp_device_enter(const cp_device_t *dev) {
+  int cur = -1;
+  if (cp_real.cudaGetDevice(&cur) != cudaSuccess) return -1;
+  if (cur == dev->id) return -1;
+  return cp_real.cudaSetDevice(dev->id) == cudaSuccess ? cur : -1;
+}
+
+void cp_device_leave(int previous) {
+  if (previous >= 0) cp_real.cudaSetDevice(previous);
+}
+
+static void warn_percent_once(const char *what) {
+  static atomic_bool said;
+  if (!atomic_exchange(&said, true))
+    fprintf(stderr, "cudapool: warning: cannot read the device's memory size, so %s given as a "
+                    "percentage is ignored\n", what);
+}
+
+static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *what) {
+  if (opt->percent > 0 && total == 0) {
+    warn_percent_once(what);
+    return 0;
+  }
+  return (size_t)cp_size_opt_resolve(opt, total);
+}
+
+static cp_pool_t *create_pool(cp_device_t *dev) {
+  size_t free_bytes = 0, total = 0;
+  if (cp_real.cudaMemGetInfo && cp_real.cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    total = 0;
+    cp_real.cudaGetLastError(); /* the program did not make this call */
+  }
+  dev->total_memory = total;
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  size_t limit = resolve_size(&cp_opts.limit, total, "CUDAPOOL_LIMIT");
+  size_t max_cached = resolve_size(&cp_opts.max_cached, total, "CUDAPOOL_MAX_CACHED");
+  if (limit) cfg.limit = limit;
+  if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
+  if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
+  if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
+  cp_backend_t be = cp_cuda_backend(dev);
+  cp_pool_t *pool = NULL;
+  if (cp_pool_create(&pool, dev->id, &cfg, &be) != 0) return NULL;
+  return pool;
+}
+
+cp_pool_t *cp_device_pool(cp_device_t *dev) {
+  cp_pool_t *pool = atomic_load_explicit(&dev->pool, memory_order_acquire);
+  if (pool) return pool;
+  pthread_mutex_lock(&dev->lock);
+  pool = atomic_load_explicit(&dev->pool, memory_order_relaxed);
+  if (!pool) {
+    pool = create_pool(dev);
+    atomic_store_explicit(&dev->pool, pool, memory_order_release);
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return pool;
+}
+
+cp_device_t *cp_next_device_with_pool(int *next) {
+  pthread_once(&table_once, table_init);
+  for (int i = *next; i < CP_MAX_DEVICES; i++) {
+    if (atomic_load_explicit(&devices[i].pool, memory_order_acquire)) {
+      *next = i + 1;
+      return &devices[i];
+    }
+  }
+  *next = CP_MAX_DEVICES;
+  return NULL;
+}
+
+void cp_device_reset(cp_device_t *dev) {
+  pthread_mutex_lock(&dev->lock);
+  cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
+  /* The reset destroyed the device's streams and events with it. */
+  cp_stream_entry_t *s, *tmp;
+  HASH_ITER(hh, dev->streams, s, tmp) {
+    HASH_DEL(dev->streams, s);
+    free(s);
+  }
+  atomic_store(&dev->live_streams, 0);
+  atomic_store(&dev->live_nonblocking, 0);
+  dev->barrier_event = NULL;
+  dev->n_spare = 0;
+  pthread_mutex_unlock(&dev->lock);
+  if (pool) cp_pool_drop(pool);
+}
+
+void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking) {
+  cp_stream_entry_t *s = calloc(1, sizeof *s);
+  if (!s) return;
+  s->stream = stream;
+  s->nonblocking = nonblocking;
+  pthread_mutex_lock(&dev->lock);
+  if (nonblocking && cp_real.cudaEventCreateWithFlags(&s->event, cudaEventDisableTiming) != cudaSuccess) {
+    /* Without an event no barrier can reach this stream: same-thread reuse
+     * is already off (a stream is live); barriers fall back to fences. */
+    s->event = NULL;
+    cp_real.cudaGetLastError();
+  }
+  HASH_ADD_PTR(dev->streams, stream, s);
+  atomic_fetch_add(&dev->live_streams, 1);
+  if (nonblocking) atomic_fetch_add(&dev->live_nonblocking, 1);
+  pthread_mutex_unlock(&dev->lock);
+}
+
+/* Forget the stream on whichever device knows it; true if one did. */
+static bool stream_destroying_on(cp_device_t *dev, cudaStream_t stream, bool no_capture) {
+  pthread_mutex_lock(&dev->lock);
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  if (s) {
+    HASH_DEL(dev->streams, s);
+    atomic_fetch_sub(&dev->live_streams, 1);
+    if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
+    if (s->event && no_capture && cp_real.cudaEventRecord(s->event, stream) == cudaSuccess)
+      cp_real.cudaStreamWaitEvent(cudaStreamLegacy, s->event, 0);
+    if (s->event) cp_real.cudaEventDestroy(s->event);
+    free(s);
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return s != NULL;
+}
+
+void cp_stream_destroying(cudaStream_t stream) {
+  bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    cp_device_t *dev = cp_device(i);
+    if (atomic_load(&dev->live_streams) && stream_destroying_on(dev, stream, no_capture)) break;
+  }
+  if (no_capture) cp_capture_unlock();
+}
+
+
+typedef struct cp_capture {
+  cudaStream_t stream;
+  bool strict;
+  struct cp_capture *next;
+} cp_capture_t;
+
+static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
+static cp_capture_t *captures;         /* guarded by capture_lock */
+static atomic_int captures_active, strict_captures_active;
+
+cudaError_t cp_capture_begin(cp_begin_capture_fn *real, cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  cp_capture_t *c = calloc(1, sizeof *c);
+  pthread_rwlock_wrlock(&capture_lock);
+  cudaError_t rc = real(stream, mode);
+  if (rc == cudaSuccess && c) {
+    *c = (cp_capture_t){.stream = stream, .strict = mode != cudaStreamCaptureModeRelaxed, .next = captures};
+    captures = c;
+    atomic_fetch_add(&captures_active, 1);
+    if (c->strict) atomic_fetch_add(&strict_captures_active, 1);
+    c = NULL;
+  }
+  pthread_rwlock_unlock(&capture_lock);
+  free(c);
+  return rc;
+}
+
+cudaError_t cp_capture_end(cp_end_capture_fn *real, cudaStream_t stream, cudaGraph_t *graph) {
+  pthread_rwlock_wrlock(&capture_lock);
+  cudaError_t rc = real(stream, graph);
+  /* Invalidated captures end too; other errors leave the capture running. */
+  if (rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated) {
+    for (cp_capture_t **link = &captures; *link; link = &(*link)->next) {
+      cp_capture_t *c = *link;
+      if (c->stream != stream) continue;
+      *link = c->next;
+      atomic_fetch_sub(&captures_active, 1);
+      if (c->strict) atomic_fetch_sub(&strict_captures_active, 1);
+      free(c);
+      break;
+    }
+  }
+  pthread_rwlock_unlock(&capture_lock);
+  return rc;
+}
+
+bool cp_capture_strict_active(void) {
+  return atomic_load_explicit(&strict_captures_active, memory_order_acquire) != 0;
+}
+
+bool cp_capture_none_lock(void) {
+  if (atomic_load(&captures_active)) return false;
+  pthread_rwlock_rdlock(&capture_lock);
+  if (atomic_load(&captures_active) == 0) return true;
+  pthread_rwlock_unlock(&capture_lock);
+  return false;
+}
+
+void cp_capture_unlock(void) { pthread_rwlock_unlock(&capture_lock); }
+
+void cp_note_per_thread_stream(void) { atomic_store(&per_thread_stream_seen, true); }
+
+uint64_t cp_device_reuse_key(cp_device_t *dev) {
+  if (atomic_load_explicit(&dev->live_streams, memory_order_relaxed) ||
+      atomic_load_explicit(&per_thread_stream_seen, memory_order_relaxed))
+    return 0;
+  return cp_thread_key();
+}
+
+int cp_device_stats_all(cudapool_stats_t *out, int cap) {
+  pthread_once(&table_once, table_init);
+  int n = 0;
+  for (int i = 0; i < CP_MAX_DEVICES && n < cap; i++) {
+    cp_pool_t *pool = atomic_load_explicit(&devices[i].pool, memory_order_acquire);
+    if (pool) cp_get_stats(pool, &out[n++]);
+  }
+  return n;
+}

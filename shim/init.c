@@ -1,0 +1,78 @@
+/* init.c: the shim's start and end.
+ *
+ * Start (constructor, or the first intercepted call if that comes earlier):
+ * read the options once, print them with CUDAPOOL_VERBOSE, open the trace,
+ * resolve the real runtime lazily. End (destructor): flush the trace and
+ * print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
+ * runtime may already be unloading); the pools are left to the process's
+ * end, as cudaFree at exit would only slow it down. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device.h"
+#include "real.h"
+#include "report.h"
+#include "shim.h"
+#include "trace.h"
+
+cp_options_t cp_opts;
+static bool pooling;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void start(void) {
+  cp_options_load(&cp_opts, NULL, stderr);
+  if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
+  if (cp_opts.trace[0] && cp_trace_open(cp_opts.trace) != 0)
+    fprintf(stderr, "cudapool: warning: cannot write the trace to %s: %s\n", cp_opts.trace, strerror(errno));
+  pooling = !cp_opts.disable;
+}
+
+bool cp_shim_init(void) {
+  pthread_once(&once, start);
+  /* Resolved on every path: a disabled shim still forwards. */
+  return cp_real_ready() && pooling;
+}
+
+uint64_t cp_thread_key(void) {
+  static atomic_uint_fast64_t next_key = 1;
+  static __thread uint64_t key;
+  if (!key) key = atomic_fetch_add(&next_key, 1);
+  return key;
+}
+
+__attribute__((constructor)) static void cudapool_start(void) { pthread_once(&once, start); }
+
+static const char *mode_name(cp_mode_t m) {
+  return m == CP_MODE_SYNC ? "sync" : m == CP_MODE_UNSAFE_IMMEDIATE ? "unsafe-immediate" : "auto";
+}
+
+void cp_print_report(FILE *out, cp_format_t format) {
+  cudapool_stats_t devs[CP_MAX_DEVICES];
+  int n = cp_device_stats_all(devs, CP_MAX_DEVICES);
+  if (format == CP_FORMAT_JSON) {
+    cp_report_json(out, devs, n);
+    return;
+  }
+  char header[160], limit[48] = "none";
+  if (cp_opts.limit.percent > 0) snprintf(limit, sizeof limit, "%g%% of device memory", cp_opts.limit.percent);
+  else if (cp_opts.limit.bytes) snprintf(limit, sizeof limit, "%llu bytes", (unsigned long long)cp_opts.limit.bytes);
+  snprintf(header, sizeof header, "cudapool %d.%d.%d: mode %s, limit %s", CUDAPOOL_VERSION_MAJOR,
+           CUDAPOOL_VERSION_MINOR, CUDAPOOL_VERSION_PATCH, mode_name(cp_opts.mode), limit);
+  cp_report_text(out, devs, n, header);
+}
+
+__attribute__((destructor)) static void cudapool_end(void) {
+  cp_trace_close();
+  if (!cp_opts.stats[0]) return;
+  bool to_stderr = strcmp(cp_opts.stats, "stderr") == 0;
+  FILE *out = to_stderr ? stderr : fopen(cp_opts.stats, "w");
+  if (!out) {
+    fprintf(stderr, "cudapool: warning: cannot write the stats to %s: %s\n", cp_opts.stats, strerror(errno));
+    return;
+  }
+  cp_print_report(out, cp_opts.stats_format);
+  if (!to_stderr) fclose(out);
+}
