@@ -47,6 +47,7 @@ include mk/core.mk
 -include mk/fakecudart.mk
 -include mk/replay.mk
 -include mk/gpu.mk
+-include mk/fuzz.mk
 
 build-all: $(ALL_TARGETS)
 

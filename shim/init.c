@@ -59,7 +59,7 @@ void cp_print_report(FILE *out, cp_format_t format) {
   char header[160], limit[48] = "none";
   if (cp_opts.limit.percent > 0) snprintf(limit, sizeof limit, "%g%% of device memory", cp_opts.limit.percent);
   else if (cp_opts.limit.bytes) snprintf(limit, sizeof limit, "%llu bytes", (unsigned long long)cp_opts.limit.bytes);
-  snprintf(header, sizeof header, "cudapool %d.%d.%d: mode %s, limit %s", CUDAPOOL_VERSION_MAJOR,
+  snprintf(header, sizeof header, "version %d.%d.%d, mode %s, limit %s", CUDAPOOL_VERSION_MAJOR,
            CUDAPOOL_VERSION_MINOR, CUDAPOOL_VERSION_PATCH, mode_name(cp_opts.mode), limit);
   cp_report_text(out, devs, n, header);
 }

@@ -1,0 +1,224 @@
+/* options.c: the one option table and its loader (see options.h).
+ *
+ * Shaped like mimalloc's src/options.c: one row per option, read from
+ * CUDAPOOL_<NAME>. A row's default is text in the accepted form and goes
+ * through the same parser as the user's value, so the table cannot hold a
+ * default the parser would refuse (a unit test loads an empty environment to
+ * prove it). Adding an option: a field in cp_options_t, a row here, a line in
+ * docs/OPTIONS.md and scripts/cudapool --help (tests check both name it). */
+#include "options.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "parse.h"
+
+typedef enum cp_opt_kind {
+  CP_OPT_SIZE_PCT, /* cp_size_opt_t */
+  CP_OPT_SIZE,     /* uint64_t */
+  CP_OPT_MODE,     /* cp_mode_t */
+  CP_OPT_FORMAT,   /* cp_format_t */
+  CP_OPT_LAYER,    /* cp_layer_t */
+  CP_OPT_BOOL,     /* bool */
+  CP_OPT_STATS,    /* char[CP_OPTION_PATH_MAX]: "", "stderr" or a path */
+  CP_OPT_TRACE,    /* char[CP_OPTION_PATH_MAX]: "" or a path */
+} cp_opt_kind_t;
+
+typedef struct cp_option_desc {
+  const char *name;     /* the variable: CUDAPOOL_<NAME> */
+  cp_opt_kind_t kind;
+  size_t offset;        /* of the field in cp_options_t */
+  const char *def;      /* the default, in the accepted form */
+  const char *def_says; /* the default as the warning names it */
+  const char *accepted; /* the accepted form, for the warning */
+  const char *doc;      /* one line for CUDAPOOL_VERBOSE */
+} cp_option_desc_t;
+
+/* Index = enum value. */
+static const char *const mode_words[] = {"auto", "sync", "unsafe-immediate"};
+static const char *const format_words[] = {"text", "json"};
+static const char *const layer_words[] = {"both", "runtime", "driver"};
+
+#define SIZE_FORM "bytes with optional K/M/G/T suffix"
+#define PATH_FORM "a file path of at most 4095 bytes once %p is replaced by the pid"
+
+static const cp_option_desc_t cp_option_table[] = {
+    {"CUDAPOOL_LIMIT", CP_OPT_SIZE_PCT, offsetof(cp_options_t, limit), "0", "no limit",
+     SIZE_FORM ", or N% of device memory",
+     "most bytes the pool may reserve per device; N% = share of device memory; 0 = no limit"},
+    {"CUDAPOOL_MAX_CACHED", CP_OPT_SIZE_PCT, offsetof(cp_options_t, max_cached), "0", "no cap",
+     SIZE_FORM ", or N% of device memory",
+     "most free bytes kept cached per device before segments go back to the driver; 0 = no cap"},
+    {"CUDAPOOL_MAX_SPLIT", CP_OPT_SIZE, offsetof(cp_options_t, max_split), "0", "no limit", SIZE_FORM,
+     "cached blocks of at least this size are never split for a smaller request; 0 = no limit"},
+    {"CUDAPOOL_MODE", CP_OPT_MODE, offsetof(cp_options_t, mode), "auto", "auto",
+     "auto, sync or unsafe-immediate",
+     "when freed memory is reused: auto = as soon as it is safe, sync = cudaFree synchronises "
+     "the device, unsafe-immediate = at once, for single-stream programs only"},
+    {"CUDAPOOL_STATS", CP_OPT_STATS, offsetof(cp_options_t, stats), "0", "off",
+     "0 or off, 1 or stderr, or " PATH_FORM,
+     "print the exit report: 0 = off, 1 = stderr, else to this file, %p = pid"},
+    {"CUDAPOOL_STATS_FORMAT", CP_OPT_FORMAT, offsetof(cp_options_t, stats_format), "text", "text",
+     "text or json", "format of the exit report: text = a table, or json"},
+    {"CUDAPOOL_DISABLE", CP_OPT_BOOL, offsetof(cp_options_t, disable), "0", "0: pooling on",
+     "1/true/on/yes or 0/false/off/no", "1 = pass every call through to CUDA unchanged, no pool"},
+    {"CUDAPOOL_VERBOSE", CP_OPT_BOOL, offsetof(cp_options_t, verbose), "0", "0: quiet",
+     "1/true/on/yes or 0/false/off/no", "1 = print the options in effect at start"},
+    {"CUDAPOOL_TRACE", CP_OPT_TRACE, offsetof(cp_options_t, trace), "0", "off", "0 or off, or " PATH_FORM,
+     "write a trace of every allocation and free to this file, %p = pid; 0 = off"},
+    {"CUDAPOOL_LAYER", CP_OPT_LAYER, offsetof(cp_options_t, layer), "both", "both",
+     "runtime, driver or both",
+     "API to intercept: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both"},
+};
+
+#define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
+
+static const char *const kind_what[] = {
+    [CP_OPT_SIZE_PCT] = "a size", [CP_OPT_SIZE] = "a size",     [CP_OPT_MODE] = "a mode",
+    [CP_OPT_FORMAT] = "a format", [CP_OPT_LAYER] = "a layer",   [CP_OPT_BOOL] = "a boolean",
+    [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path",
+};
+
+/* A path option: off words turn it off, "stderr" (stats only) and on words
+ * (stats: stderr; trace: refused, there is no default file) are keywords,
+ * anything else is a path taken verbatim, blanks included. */
+static int parse_path(const char *text, bool is_stats, char *field) {
+  char buf[CP_OPTION_PATH_MAX];
+  bool on;
+  if (cp_parse_bool(text, &on) == 0) {
+    if (on && !is_stats) return -1;
+    strcpy(field, on ? "stderr" : "");
+    return 0;
+  }
+  if (is_stats) {
+    int i;
+    static const char *const stderr_word[] = {"stderr"};
+    if (cp_parse_keyword(text, stderr_word, 1, &i) == 0) {
+      strcpy(field, "stderr");
+      return 0;
+    }
+  }
+  if (cp_expand_pid(text, (long)getpid(), buf, sizeof buf) != 0) return -1;
+  memcpy(field, buf, strlen(buf) + 1);
+  return 0;
+}
+
+static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t *o) {
+  void *field = (char *)o + d->offset;
+  int word;
+  switch (d->kind) {
+    case CP_OPT_SIZE_PCT: return cp_parse_size_or_percent(text, field);
+    case CP_OPT_SIZE: return cp_parse_size(text, field);
+    case CP_OPT_MODE:
+      if (cp_parse_keyword(text, mode_words, 3, &word) != 0) return -1;
+      o->mode = (cp_mode_t)word;
+      return 0;
+    case CP_OPT_FORMAT:
+      if (cp_parse_keyword(text, format_words, 2, &word) != 0) return -1;
+      o->stats_format = (cp_format_t)word;
+      return 0;
+    case CP_OPT_LAYER:
+      if (cp_parse_keyword(text, layer_words, 3, &word) != 0) return -1;
+      o->layer = (cp_layer_t)word;
+      return 0;
+    case CP_OPT_BOOL: return cp_parse_bool(text, field);
+    case CP_OPT_STATS: return parse_path(text, true, field);
+    case CP_OPT_TRACE: return parse_path(text, false, field);
+  }
+  return -1;
+}
+
+/* The user's value inside the warning's quotes: at most 64 bytes of it, and
+ * escaped, so that a value with a newline or a terminal escape in it still
+ * gives exactly one harmless line. */
+static void put_escaped(FILE *out, const char *v) {
+  size_t i = 0;
+  for (; v[i] != '\0' && i < 64; i++) {
+    unsigned char c = (unsigned char)v[i];
+    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+    else if (c >= 0x20 && c < 0x7f) fputc(c, out);
+    else fprintf(out, "\\x%02x", c);
+  }
+  if (v[i] != '\0') fputs("...", out);
+}
+
+static void warn_bad(FILE *warn, const cp_option_desc_t *d, const char *value) {
+  if (warn == NULL) return;
+  fprintf(warn, "cudapool: warning: %s=\"", d->name);
+  put_escaped(warn, value);
+  fprintf(warn, "\" is not %s (accepted: %s); using the default (%s)\n", kind_what[d->kind],
+          d->accepted, d->def_says);
+  fflush(warn);
+}
+
+const char *cp_options_getenv(const char *name) { return getenv(name); }
+
+void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FILE *warn) {
+  if (out == NULL) return;
+  if (get == NULL) get = cp_options_getenv;
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < NOPTS; i++) {
+    const cp_option_desc_t *d = &cp_option_table[i];
+    /* Cannot fail for the table as written (a test proves it); if a row were
+     * ever wrong its field would stay zero, which every option reads as
+     * "off" or "no limit". */
+    (void)parse_value(d, d->def, out);
+    const char *v = get(d->name);
+    if (cp_is_blank(v)) continue;
+    if (parse_value(d, v, out) != 0) warn_bad(warn, d, v);
+  }
+}
+
+size_t cp_option_count(void) { return NOPTS; }
+
+const char *cp_option_name(size_t i) { return i < NOPTS ? cp_option_table[i].name : NULL; }
+
+static const char *word_of(const char *const *words, int n, int v) {
+  return (v >= 0 && v < n) ? words[v] : NULL;
+}
+
+int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
+  if (o == NULL || i >= NOPTS || buf == NULL || cap == 0) return -1;
+  const cp_option_desc_t *d = &cp_option_table[i];
+  const void *field = (const char *)o + d->offset;
+  const char *word = NULL;
+  size_t n = 0;
+  switch (d->kind) {
+    case CP_OPT_SIZE_PCT: {
+      const cp_size_opt_t *s = field;
+      if (s->percent > 0.0) {
+        n = cp_format_decimal(s->percent, 6, 0, buf, cap);
+        if (n == 0 || n + 1 >= cap) return -1;
+        buf[n] = '%';
+        buf[n + 1] = '\0';
+        return 0;
+      }
+      n = cp_format_size_exact(s->bytes, buf, cap);
+      break;
+    }
+    case CP_OPT_SIZE: n = cp_format_size_exact(*(const uint64_t *)field, buf, cap); break;
+    case CP_OPT_MODE: word = word_of(mode_words, 3, (int)o->mode); break;
+    case CP_OPT_FORMAT: word = word_of(format_words, 2, (int)o->stats_format); break;
+    case CP_OPT_LAYER: word = word_of(layer_words, 3, (int)o->layer); break;
+    case CP_OPT_BOOL: word = *(const bool *)field ? "1" : "0"; break;
+    case CP_OPT_STATS:
+    case CP_OPT_TRACE: word = ((const char *)field)[0] != '\0' ? field : "0"; break;
+  }
+  if (d->kind == CP_OPT_SIZE_PCT || d->kind == CP_OPT_SIZE) return n == 0 ? -1 : 0;
+  if (word == NULL || strlen(word) >= cap) return -1;
+  memcpy(buf, word, strlen(word) + 1);
+  return 0;
+}
+
+void cp_options_print(const cp_options_t *opts, FILE *out) {
+  char value[CP_OPTION_PATH_MAX];
+  if (opts == NULL || out == NULL) return;
+  for (size_t i = 0; i < NOPTS; i++) {
+    if (cp_option_format(opts, i, value, sizeof value) != 0) strcpy(value, "?");
+    fprintf(out, "cudapool: %s=%s (%s)\n", cp_option_table[i].name, value,
+            cp_option_table[i].doc);
+  }
+  fflush(out);
+}

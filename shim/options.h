@@ -1,0 +1,82 @@
+/* options.h: cudapool's options, read once from CUDAPOOL_<NAME> variables.
+ *
+ * Owns the one option table (options.c, mimalloc-style): every option has a
+ * name, a kind, a default written in the accepted form, the accepted form as
+ * text for warnings, and a doc line. Nothing else in cudapool calls getenv()
+ * for an option: the shim calls cp_options_load() once at start and keeps the
+ * struct.
+ *
+ * Invariants after cp_options_load():
+ *   - every field holds either a value the user wrote in an accepted form or
+ *     the option's default; a bad value never leaves a half-parsed field;
+ *   - a bad value printed exactly one line on `warn`, nothing else did;
+ *   - an unset variable, and one set to the empty string or only blanks,
+ *     means the default, without a warning;
+ *   - stats is "" (off), "stderr", or a file path with %p already replaced by
+ *     the pid; trace is "" (off) or such a path.
+ * Parsing never depends on the locale and rejects, never wraps, values that do
+ * not fit in 64 bits. Not thread-safe: load once, then only read. */
+#ifndef CUDAPOOL_SHIM_OPTIONS_H
+#define CUDAPOOL_SHIM_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { CP_MODE_AUTO = 0, CP_MODE_SYNC, CP_MODE_UNSAFE_IMMEDIATE } cp_mode_t;
+typedef enum { CP_LAYER_BOTH = 0, CP_LAYER_RUNTIME, CP_LAYER_DRIVER } cp_layer_t;
+typedef enum { CP_FORMAT_TEXT = 0, CP_FORMAT_JSON } cp_format_t;
+
+typedef struct cp_size_opt {
+  uint64_t bytes;
+  double percent; /* percent > 0: a share of device memory, bytes unused */
+} cp_size_opt_t;
+
+#define CP_OPTION_PATH_MAX 4096
+
+typedef struct cp_options {
+  cp_size_opt_t limit;      /* CUDAPOOL_LIMIT: bytes per device or N% of device memory; 0 = no limit */
+  cp_size_opt_t max_cached; /* CUDAPOOL_MAX_CACHED: same form; 0 = no cap */
+  uint64_t max_split;       /* CUDAPOOL_MAX_SPLIT: size; 0 = no limit */
+  cp_mode_t mode;           /* CUDAPOOL_MODE: auto | sync | unsafe-immediate */
+  char stats[CP_OPTION_PATH_MAX];  /* CUDAPOOL_STATS: "" off, "stderr", or a path (%p expanded) */
+  cp_format_t stats_format; /* CUDAPOOL_STATS_FORMAT: text | json */
+  bool disable;             /* CUDAPOOL_DISABLE: pass everything through */
+  bool verbose;             /* CUDAPOOL_VERBOSE: print the effective options at start */
+  char trace[CP_OPTION_PATH_MAX];  /* CUDAPOOL_TRACE: "" off, else a path (%p expanded) */
+  cp_layer_t layer;         /* CUDAPOOL_LAYER: runtime | driver | both */
+} cp_options_t;
+
+/* Fill *out from the environment through get (NULL = cp_options_getenv). A
+ * bad value prints exactly one line to warn (NULL = print nothing), e.g.
+ *   cudapool: warning: CUDAPOOL_LIMIT="12Q" is not a size (accepted: bytes with optional K/M/G/T suffix, or N% of device memory); using the default (no limit)
+ * and keeps the default. */
+void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FILE *warn);
+/* Print every option in effect, one line each, for CUDAPOOL_VERBOSE:
+ *   cudapool: CUDAPOOL_LIMIT=8G (most bytes the pool may reserve per device; 0 = no limit)
+ * Each value is printed in a form that cp_options_load reads back unchanged. */
+void cp_options_print(const cp_options_t *opts, FILE *out);
+/* getenv() with the signature cp_options_load wants: the one getenv of the
+ * library. */
+const char *cp_options_getenv(const char *name);
+
+/* The table, for tests, the fuzzer and the docs check: i in [0, count). */
+size_t cp_option_count(void);
+/* "CUDAPOOL_LIMIT"; NULL when i is out of range. */
+const char *cp_option_name(size_t i);
+/* The value of option i in opts as cp_options_print shows it. 0, or -1 when
+ * i is out of range or buf is too small. */
+int cp_option_format(const cp_options_t *opts, size_t i, char *buf, size_t cap);
+
+/* Parsers (parse.c), exported to tests and the fuzzer: 0 on success, -1 on a
+ * bad value, and then the output is untouched. Blanks around the value are
+ * ignored; blanks inside it are not accepted. Suffixes are powers of 1024. */
+int cp_parse_size(const char *text, uint64_t *bytes);               /* "512", "64K", "1.5G", "8GiB" */
+int cp_parse_size_or_percent(const char *text, cp_size_opt_t *out); /* also "80%" (0 < p <= 100) */
+int cp_parse_bool(const char *text, bool *out); /* 1/true/on/yes, 0/false/off/no */
+/* Bytes of a size option for a device with total_bytes of memory (percent
+ * applied, floor); 0 = unset. */
+uint64_t cp_size_opt_resolve(const cp_size_opt_t *opt, uint64_t total_bytes);
+
+#endif
