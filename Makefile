@@ -73,3 +73,13 @@ bench: build-all
 
 clean:
 	rm -rf build
+
+# Installs the library, the public header and the launcher (with replay and
+# plot when they were built).
+install: build-all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/libcudapool.so $(DESTDIR)$(PREFIX)/lib/libcudapool.so
+	install -m 644 shim/cudapool.h $(DESTDIR)$(PREFIX)/include/cudapool.h
+	install -m 755 scripts/cudapool $(DESTDIR)$(PREFIX)/bin/cudapool
+	if [ -f $(BUILD)/cudapool-replay ]; then install -m 755 $(BUILD)/cudapool-replay $(DESTDIR)$(PREFIX)/bin/; fi
+	if [ -f scripts/cudapool-plot ]; then install -m 755 scripts/cudapool-plot $(DESTDIR)$(PREFIX)/bin/; fi

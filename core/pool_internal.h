@@ -96,6 +96,8 @@ bool cp_wait_fences(cp_pool_t *pool);
 void cp_drop_fences(cp_pool_t *pool, bool release);
 /* Forget fences whose blocks a synchronisation already completed. */
 void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq);
+/* Pending blocks of the subpool that (stream, key) may not take at once. */
+size_t cp_pending_not_usable(cp_subpool_t *sp, uint64_t stream, uint64_t key);
 cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size);
 
 /* stats (stats.c) */

@@ -88,6 +88,11 @@ cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, s
   return k && k->count ? cp_tree_best_fit(&k->tree, size) : NULL;
 }
 
+size_t cp_pending_not_usable(cp_subpool_t *sp, uint64_t stream, uint64_t key) {
+  cp_keyed_t *own = key && sp->keyed ? keyed_get(sp, stream, key, false) : NULL;
+  return sp->pending_count - (own ? own->count : 0);
+}
+
 static void pending_account(cp_pool_t *pool, cp_block_t *b, int sign) {
   cp_subpool_t *sp = subpool_of_block(pool, b);
   sp->pending_bytes += sign > 0 ? b->size : -b->size;
@@ -102,7 +107,53 @@ static void keyed_insert(cp_keyed_t *k, cp_block_t *b) {
   k->count++;
 }
 
+/* Whether a free with key tree k may absorb neighbour n: what that key may
+ * already use, ready blocks and its own pending ones. */
+static bool joinable(const cp_block_t *n, const cp_keyed_t *k) {
+  return n && (n->state == CP_BLOCK_READY || (n->state == CP_BLOCK_PENDING && n->keyed == k));
+}
+
+static void detach_free(cp_pool_t *pool, cp_block_t *n) {
+  if (n->state == CP_BLOCK_READY) cp_bins_remove(&subpool_of_block(pool, n)->ready, n);
+  else cp_pending_remove(pool, n);
+}
+
+/* Merge b's upper neighbour into b. */
+static void absorb_next(cp_pool_t *pool, cp_block_t *b) {
+  cp_block_t *next = b->next;
+  detach_free(pool, next);
+  b->size += next->size;
+  b->next = next->next;
+  if (next->next) next->next->prev = b;
+  cp_block_recycle(pool, next);
+  pool->block_count--;
+  pool->free_block_count--;
+}
+
+/* A keyed free coalesces at once with what its key may use: the result is
+ * pending for that key, so other keys wait for the next barrier for memory
+ * they could have had at once, but a single-threaded program's frees merge
+ * as eagerly as in a plain caching allocator and fragment no more. */
+static cp_block_t *coalesce_for_key(cp_pool_t *pool, cp_block_t *b, const cp_keyed_t *k) {
+  if (joinable(b->prev, k)) {
+    cp_block_t *prev = b->prev;
+    detach_free(pool, prev);
+    prev->stream = b->stream;
+    prev->size += b->size;
+    prev->next = b->next;
+    if (b->next) b->next->prev = prev;
+    cp_block_recycle(pool, b);
+    pool->block_count--;
+    pool->free_block_count--;
+    b = prev;
+  }
+  if (joinable(b->next, k)) absorb_next(pool, b);
+  return b;
+}
+
 void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
+  cp_keyed_t *k = key ? keyed_get(subpool_of_block(pool, b), b->stream, key, true) : NULL;
+  if (k) b = coalesce_for_key(pool, b, k);
   b->state = CP_BLOCK_PENDING;
   b->free_seq = ++pool->free_seq;
   b->fifo_next = NULL;
@@ -110,7 +161,7 @@ void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
   if (pool->fifo_tail) pool->fifo_tail->fifo_next = b;
   else pool->fifo_head = b;
   pool->fifo_tail = b;
-  keyed_insert(key ? keyed_get(subpool_of_block(pool, b), b->stream, key, true) : NULL, b);
+  keyed_insert(k, b);
   pending_account(pool, b, +1);
 }
 

@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""summary.py: the table scripts/gpu-check prints last.
+
+Reads what gpu-check left in its work folder:
+  meta.tsv          key<TAB>value (gpu, driver, commit, date, mode, out)
+  records.tsv       section<TAB>status<TAB>name<TAB>detail, rows judged by the
+                    script itself (builds, tests, memcheck)
+  alloc-native.out, alloc-pool.out     bench/gpu/alloc_bench output
+  cg-native.out, cg-pool.out           bench/gpu/legacy_cg output
+  demo-native.out, demo-pool.out       demo/legacy_app output
+  torch-WORKLOAD-ALLOC.json            bench/pytorch result lines
+                                       (ALLOC: caching, off, cudapool)
+merges the native and pool runs of each benchmark into one row with the
+ratios, judges the goals of issue 5, prints the table, and writes
+OUT/summary.txt (the table) and OUT/results.json (everything, parsed).
+
+Table: one row per check, "STATUS  CHECK  RESULT", STATUS one of
+  PASS / FAIL  correctness (tests, identical results, identical loss)
+  MET / MISS   a performance goal of issue 5 (the RESULT says which)
+  INFO         a measurement without a goal
+  SKIP         not run (the RESULT says why)
+and a closing count line.
+
+Usage: summary.py WORK_DIR OUT_DIR
+"""
+
+import json
+import os
+import re
+import sys
+
+GOAL_PAIR_NS = 150.0       # cached pair under 150 ns
+GOAL_VS_NATIVE = 300.0     # at least 300x faster than native
+GOAL_VS_ASYNC = 8.0        # at least 8x faster than cudaMallocAsync
+GOAL_THREADS = 4.0         # 16 threads: at least 4x the single-thread pairs/s
+GOAL_TORCH_TIME = 1.05     # within 5% of PyTorch's own allocator
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def kv_lines(text, head):
+    """Lines 'head k=v k=v ...' as dicts."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or parts[0] != head:
+            continue
+        d = {}
+        for p in parts[1:]:
+            if "=" in p:
+                k, v = p.split("=", 1)
+                try:
+                    d[k] = float(v)
+                except ValueError:
+                    d[k] = v
+        rows.append(d)
+    return rows
+
+
+def fmt_size(n):
+    n = int(n)
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return "%d %s" % (n // div, unit)
+    return "%d B" % n
+
+
+def fmt_ns(x):
+    if x is None:
+        return "-"
+    if x >= 1e6:
+        return "%.2f ms" % (x / 1e6)
+    if x >= 1e4:
+        return "%.1f us" % (x / 1e3)
+    return "%.0f ns" % x
+
+
+def fmt_rate(x):
+    if x is None:
+        return "-"
+    if x >= 1e6:
+        return "%.2fM" % (x / 1e6)
+    if x >= 1e3:
+        return "%.1fk" % (x / 1e3)
+    return "%.0f" % x
+
+
+def fmt_bytes(n):
+    if n is None:
+        return "-"
+    return "%.2f GiB" % (n / float(1 << 30))
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_x(r):
+    return "-" if r is None else ("%.0fx" % r if r >= 100 else "%.1fx" % r)
+
+
+SECTIONS = ("build", "test", "bench", "pytorch")
+
+
+class Table:
+    """Rows of the final table, kept in section order (build, test, bench,
+    pytorch) whatever order they are added in."""
+
+    def __init__(self):
+        self.rows = []
+        self.section = "bench"
+
+    def add(self, status, name, detail, section=None):
+        self.rows.append({"section": section or self.section, "status": status,
+                          "check": name, "result": detail})
+
+    def ordered(self):
+        rank = lambda r: SECTIONS.index(r["section"]) if r["section"] in SECTIONS else 99  # noqa: E731
+        return sorted(self.rows, key=rank)  # sorted() is stable
+
+
+def bench_rows(work, table, results):
+    nat = read(os.path.join(work, "alloc-native.out"))
+    pool = read(os.path.join(work, "alloc-pool.out"))
+    if not nat and not pool:
+        return
+    results["pairs"] = []
+    npairs = {int(d["size"]): d for d in kv_lines(nat, "pair") if "size" in d}
+    ppairs = {int(d["size"]): d for d in kv_lines(pool, "pair") if "size" in d}
+    pool_active = "allocator=pool" in pool
+    if pool and not pool_active:
+        table.add("FAIL", "bench under the shim", "alloc_bench did not see cudapool loaded")
+    for size in sorted(set(npairs) | set(ppairs)):
+        n, p = npairs.get(size, {}), ppairs.get(size, {})
+        native_ns = n.get("native_ns")
+        pool_ns = p.get("pool_ns")
+        async_ns = p.get("async_ns", n.get("async_ns"))
+        r_native, r_async = ratio(native_ns, pool_ns), ratio(async_ns, pool_ns)
+        rec = {"size": size, "native_ns": native_ns, "pool_ns": pool_ns, "async_ns": async_ns,
+               "native_over_pool": r_native, "async_over_pool": r_async,
+               "async_ns_native_run": n.get("async_ns")}
+        results["pairs"].append(rec)
+        detail = "native %s  pool %s  async %s  native/pool %s  async/pool %s" % (
+            fmt_ns(native_ns), fmt_ns(pool_ns), fmt_ns(async_ns), fmt_x(r_native), fmt_x(r_async))
+        if pool_ns is None or native_ns is None:
+            table.add("SKIP", "pair %s" % fmt_size(size), detail + "  (a run is missing)")
+            continue
+        missed = []
+        if pool_ns >= GOAL_PAIR_NS:
+            missed.append("pool >= %.0f ns" % GOAL_PAIR_NS)
+        if r_native is not None and r_native < GOAL_VS_NATIVE:
+            missed.append("< %.0fx native" % GOAL_VS_NATIVE)
+        if r_async is not None and r_async < GOAL_VS_ASYNC:
+            missed.append("< %.0fx async" % GOAL_VS_ASYNC)
+        table.add("MISS" if missed else "MET", "pair %s" % fmt_size(size),
+                  detail + ("  [missed: %s]" % ", ".join(missed) if missed else ""))
+
+    nc, pc = kv_lines(nat, "churn"), kv_lines(pool, "churn")
+    if nc or pc:
+        n, p = (nc or [{}])[0], (pc or [{}])[0]
+        native_ns, pool_ns = n.get("native_ns"), p.get("pool_ns")
+        async_ns = p.get("async_ns", n.get("async_ns"))
+        results["churn"] = {"native_ns": native_ns, "pool_ns": pool_ns, "async_ns": async_ns,
+                            "live": p.get("live", n.get("live"))}
+        table.add("INFO", "churn 64 live, 256 B-8 MiB",
+                  "native %s  pool %s  async %s  native/pool %s  async/pool %s" % (
+                      fmt_ns(native_ns), fmt_ns(pool_ns), fmt_ns(async_ns),
+                      fmt_x(ratio(native_ns, pool_ns)), fmt_x(ratio(async_ns, pool_ns))))
+
+    for head in ("threads", "threads_work"):
+        nt = {int(d["n"]): d for d in kv_lines(nat, head) if "n" in d}
+        pt = {int(d["n"]): d for d in kv_lines(pool, head) if "n" in d}
+        if not nt and not pt:
+            continue
+        counts = sorted(set(nt) | set(pt))
+        rows = []
+        for c in counts:
+            rows.append({"threads": c,
+                         "native_pairs_per_s": nt.get(c, {}).get("native_pairs_per_s"),
+                         "pool_pairs_per_s": pt.get(c, {}).get("pool_pairs_per_s"),
+                         "async_pairs_per_s": pt.get(c, {}).get(
+                             "async_pairs_per_s", nt.get(c, {}).get("async_pairs_per_s"))})
+        results[head] = rows
+        joined = lambda key: "/".join(fmt_rate(r[key]) for r in rows)  # noqa: E731
+        label = "/".join(str(c) for c in counts)
+        detail = "pairs/s at %s threads: pool %s  native %s  async %s" % (
+            label, joined("pool_pairs_per_s"), joined("native_pairs_per_s"),
+            joined("async_pairs_per_s"))
+        one = next((r["pool_pairs_per_s"] for r in rows if r["threads"] == 1), None)
+        most = rows[-1]["pool_pairs_per_s"] if rows else None
+        scale = ratio(most, one)
+        detail += "  pool %dT/1T %s" % (counts[-1], fmt_x(scale))
+        name = "threads (pairs only)" if head == "threads" else "threads + memset per pair"
+        if head == "threads" and scale is not None:
+            status = "MET" if scale >= GOAL_THREADS else "MISS"
+            if status == "MISS":
+                detail += "  [missed: < %.0fx]" % GOAL_THREADS
+        else:
+            status = "INFO" if scale is not None else "SKIP"
+        table.add(status, name, detail)
+
+
+def legacy_rows(work, table, results):
+    for key, head, label in (("cg", "legacy_cg", "legacy_cg (CG solver)"),
+                             ("demo", None, "demo legacy_app")):
+        nat = read(os.path.join(work, "%s-native.out" % key))
+        pool = read(os.path.join(work, "%s-pool.out" % key))
+        if not nat and not pool:
+            continue
+        if head:
+            n = (kv_lines(nat, head) or [{}])[0]
+            p = (kv_lines(pool, head) or [{}])[0]
+            nt, pt = n.get("total_ms"), p.get("total_ms")
+            same = n.get("residual") is not None and n.get("residual") == p.get("residual")
+            results[head] = {"native_ms": nt, "pool_ms": pt, "native_residual": n.get("residual"),
+                             "pool_residual": p.get("residual")}
+            detail = "native %s ms  pool %s ms  speed-up %s  residual %s" % (
+                nt if nt is not None else "-", pt if pt is not None else "-",
+                fmt_x(ratio(nt, pt)), "identical" if same else "DIFFERS (%s vs %s)" % (
+                    n.get("residual"), p.get("residual")))
+            table.add("PASS" if same and nt and pt else "FAIL", label, detail)
+        else:
+            def total(text):
+                m = re.search(r"legacy_app: total ([0-9.]+) ms", text)
+                return float(m.group(1)) if m else None
+            nt, pt = total(nat), total(pool)
+            ok = nt is not None and pt is not None and "WRONG" not in nat + pool
+            results["demo"] = {"native_ms": nt, "pool_ms": pt}
+            table.add("PASS" if ok else "FAIL", label,
+                      "native %s ms  pool %s ms  speed-up %s%s" % (
+                          nt if nt is not None else "-", pt if pt is not None else "-",
+                          fmt_x(ratio(nt, pt)), "" if ok else "  (a run failed its check)"))
+
+
+def torch_rows(work, table, results):
+    allocs = ("caching", "off", "cudapool")
+    for wl in ("transformer", "gpt2"):
+        runs = {}
+        for a in allocs:
+            text = read(os.path.join(work, "torch-%s-%s.json" % (wl, a))).strip()
+            if not text:
+                continue
+            try:
+                runs[a] = json.loads(text.splitlines()[-1])
+            except ValueError:
+                runs[a] = {"error": "unparsable output"}
+        if not runs:
+            continue
+        results.setdefault("pytorch", {})[wl] = runs
+        parts = []
+        for a in allocs:
+            r = runs.get(a)
+            if not r or "step_ms_median" not in r:
+                parts.append("%s -" % a)
+                continue
+            s = "%s %.1f ms" % (a, r["step_ms_median"])
+            if r.get("peak_reserved_bytes"):
+                s += " %s" % fmt_bytes(r["peak_reserved_bytes"])
+            if a == "cudapool" and r.get("utilization"):
+                s += " util %.2f" % r["utilization"]
+            parts.append(s)
+        losses = {a: runs[a].get("loss_hex") for a in allocs if a in runs}
+        have_all = all(a in runs and runs[a].get("loss_hex") for a in allocs)
+        same = have_all and len(set(losses.values())) == 1
+        if same:
+            loss_txt = "loss %r identical in all three" % runs["caching"]["loss"]
+        else:
+            loss_txt = "loss " + ", ".join("%s %s" % (a, runs[a].get("loss", "-"))
+                                            for a in allocs if a in runs)
+        pool_run = runs.get("cudapool", {})
+        if pool_run and pool_run.get("allocator") not in (None, "cudapool"):
+            loss_txt += "  (the cudapool run saw allocator %s)" % pool_run.get("allocator")
+            same = False
+        table.add("PASS" if same else "FAIL", "torch %s loss" % wl, loss_txt)
+
+        c, o, p = runs.get("caching", {}), runs.get("off", {}), runs.get("cudapool", {})
+        ct, ot, pt = c.get("step_ms_median"), o.get("step_ms_median"), p.get("step_ms_median")
+        detail = " | ".join(parts)
+        if ct and pt:
+            detail += " | cudapool/caching %.3f, off/cudapool %s" % (pt / ct, fmt_x(ratio(ot, pt)))
+            missed = []
+            if pt > GOAL_TORCH_TIME * ct:
+                missed.append("step > 1.05x caching")
+            cr, pr = c.get("peak_reserved_bytes"), p.get("peak_reserved_bytes")
+            if cr and pr and pr > cr:
+                missed.append("reserves more than caching")
+            if missed:
+                detail += "  [missed: %s]" % ", ".join(missed)
+            table.add("MISS" if missed else "MET", "torch %s time/memory" % wl, detail)
+        else:
+            table.add("SKIP", "torch %s time/memory" % wl, detail + "  (a run is missing)")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    work, out = sys.argv[1], sys.argv[2]
+    meta = {}
+    for line in read(os.path.join(work, "meta.tsv")).splitlines():
+        if "\t" in line:
+            k, v = line.split("\t", 1)
+            meta[k] = v
+    table = Table()
+    for line in read(os.path.join(work, "records.tsv")).splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 4:
+            table.add(parts[1], parts[2], parts[3], section=parts[0])
+    results = {"meta": meta, "bench": {}}
+    bench_rows(work, table, results["bench"])
+    legacy_rows(work, table, results["bench"])
+    table.section = "pytorch"
+    torch_rows(work, table, results)
+    results["rows"] = rows = table.ordered()
+
+    width = max([len(r["check"]) for r in rows] + [5])
+    lines = ["=" * 100,
+             "cudapool gpu-check %s: %s, driver %s, commit %s, %s" % (
+                 meta.get("mode", "?"), meta.get("gpu", "?"), meta.get("driver", "?"),
+                 meta.get("commit", "?"), meta.get("date", "?")),
+             "%-6s  %-*s  %s" % ("STATUS", width, "CHECK", "RESULT")]
+    for r in rows:
+        lines.append("%-6s  %-*s  %s" % (r["status"], width, r["check"], r["result"]))
+    counts = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines.append("== %d PASS, %d FAIL, %d SKIP; goals %d MET, %d MISS; %d INFO; logs in %s" % (
+        counts.get("PASS", 0), counts.get("FAIL", 0), counts.get("SKIP", 0),
+        counts.get("MET", 0), counts.get("MISS", 0), counts.get("INFO", 0),
+        meta.get("out", out)))
+    results["counts"] = counts
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    try:
+        with open(os.path.join(out, "summary.txt"), "w") as f:
+            f.write(text)
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+    except OSError as e:
+        print("summary.py: cannot write to %s: %s" % (out, e), file=sys.stderr)
+    return 1 if counts.get("FAIL", 0) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

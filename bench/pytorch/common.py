@@ -1,0 +1,195 @@
+"""common.py: shared by cudapool's PyTorch workloads (bench/pytorch).
+
+Names the allocator behind the run (PyTorch's caching allocator, caching off,
+or caching off with libcudapool.so preloaded), reads cudapool's statistics
+through ctypes (cudapool_stats, found with dlsym in the process's global scope
+when the shim is preloaded), times training steps (torch.cuda.synchronize
+around each step, time.perf_counter, median after warm-up) and prints the one
+JSON result line each workload ends with.
+
+The layout of cudapool_stats_t is read from shim/cudapool.h (its X-macro lists
+of gauges and counters), so a counter added there needs no change here.
+"""
+
+import ctypes
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shim", "cudapool.h")
+
+# Used only when shim/cudapool.h cannot be read (the lists as of version 1).
+_FALLBACK = {
+    "GAUGES": ["allocated_bytes", "allocated_blocks", "requested_bytes", "active_bytes",
+               "pending_bytes", "cached_bytes", "reserved_bytes", "segments"],
+    "COUNTERS": ["num_alloc", "num_free", "hits", "misses", "num_immediate_reuse",
+                 "num_device_alloc", "num_device_free", "num_barriers", "num_fences_recorded",
+                 "num_fences_waited", "num_sync_points", "num_alloc_retries", "num_ooms"],
+    "SNAPSHOT": ["blocks", "free_blocks", "largest_free_block"],
+}
+
+
+def prepare_environment():
+    """Settings that must be in place before torch initialises CUDA: cuBLAS
+    deterministic workspaces, and no network for transformers."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def caching_off():
+    value = os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "")
+    return value not in ("", "0")
+
+
+def _header_lists():
+    try:
+        with open(HEADER) as f:
+            text = f.read()
+    except OSError:
+        return _FALLBACK, 1
+    lists = {}
+    for kind in ("GAUGES", "COUNTERS", "SNAPSHOT"):
+        m = re.search(r"#define CUDAPOOL_%s\(X\)((?:[^\n]*\\\n)+[^\n]*)" % kind, text)
+        lists[kind] = re.findall(r"X\((\w+),", m.group(1)) if m else _FALLBACK[kind]
+    v = re.search(r"#define CUDAPOOL_STATS_VERSION (\d+)", text)
+    return lists, int(v.group(1)) if v else 1
+
+
+def _stats_struct():
+    lists, version = _header_lists()
+
+    class Gauge(ctypes.Structure):
+        _fields_ = [("current", ctypes.c_int64), ("peak", ctypes.c_int64)]
+
+    fields = [("size", ctypes.c_uint32), ("version", ctypes.c_uint32),
+              ("device", ctypes.c_int32), ("reserved0", ctypes.c_int32)]
+    fields += [(n, Gauge) for n in lists["GAUGES"]]
+    fields += [(n, ctypes.c_uint64) for n in lists["COUNTERS"] + lists["SNAPSHOT"]]
+
+    class Stats(ctypes.Structure):
+        _fields_ = fields
+
+    return Stats, lists, version
+
+
+def cudapool_function(name):
+    """A function of the preloaded libcudapool.so, or None without it."""
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except AttributeError:
+        return None
+
+
+def cudapool_stats(device=0):
+    """cudapool's statistics for a device as a dict, or None without the shim."""
+    fn = cudapool_function("cudapool_stats")
+    if fn is None:
+        return None
+    Stats, lists, version = _stats_struct()
+    s = Stats()
+    s.size = ctypes.sizeof(Stats)
+    s.version = version
+    rc = fn(ctypes.c_int(device), ctypes.byref(s))
+    if rc != 0:
+        return {"error": "cudapool_stats returned %d" % rc}
+    out = {}
+    for n in lists["GAUGES"]:
+        g = getattr(s, n)
+        out[n] = {"current": g.current, "peak": g.peak}
+    for n in lists["COUNTERS"] + lists["SNAPSHOT"]:
+        out[n] = getattr(s, n)
+    return out
+
+
+def allocator_label():
+    pool = cudapool_function("cudapool_stats") is not None
+    if caching_off():
+        return "cudapool" if pool else "no-caching"
+    return "torch-caching+cudapool" if pool else "torch-caching"
+
+
+def configure_torch(torch, seed):
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    # Same seed, same loss: deterministic kernels where PyTorch has them.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:  # deterministic mode would also NaN-fill every torch.empty: not wanted
+        torch.utils.deterministic.fill_uninitialized_memory = False
+    except AttributeError:
+        pass
+    torch.backends.cudnn.benchmark = False
+
+
+def time_steps(torch, step, warmup, steps):
+    """Runs step(i) warmup+steps times; returns (per-step seconds of the
+    timed steps, the last step's return value)."""
+    result = None
+    for i in range(warmup):
+        result = step(i)
+    torch.cuda.synchronize()
+    times = []
+    for i in range(warmup, warmup + steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        result = step(i)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return times, result
+
+
+def memory_report(torch):
+    """Peak memory as the allocator in charge sees it."""
+    pool = cudapool_stats(torch.cuda.current_device())
+    rep = {"peak_reserved_bytes": None, "peak_allocated_bytes": None, "utilization": None,
+           "peak_source": None, "cudapool": None}
+    if pool and "error" not in pool:
+        rep["cudapool"] = {k: pool[k] for k in ("hits", "misses", "num_device_alloc",
+                                                "num_device_free", "num_alloc_retries",
+                                                "num_ooms", "num_barriers", "num_fences_waited")
+                           if k in pool}
+    if not caching_off():
+        rep["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+        rep["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+        rep["peak_source"] = "torch"
+    elif pool and "error" not in pool:
+        rep["peak_reserved_bytes"] = pool["reserved_bytes"]["peak"]
+        rep["peak_allocated_bytes"] = pool["allocated_bytes"]["peak"]
+        rep["peak_source"] = "cudapool"
+    elif pool:
+        rep["cudapool"] = pool
+    if rep["peak_reserved_bytes"]:
+        rep["utilization"] = rep["peak_allocated_bytes"] / rep["peak_reserved_bytes"]
+    return rep
+
+
+def emit(torch, workload, args, times, loss, extra=None, started=None):
+    """Prints the result line: one JSON object on stdout."""
+    loss_value = float(loss)
+    rec = {
+        "workload": workload,
+        "allocator": allocator_label(),
+        "step_ms_median": statistics.median(times) * 1e3,
+        "step_ms_mean": statistics.fmean(times) * 1e3,
+        "step_ms_min": min(times) * 1e3,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "seed": args.seed,
+        "loss": loss_value,
+        "loss_hex": loss_value.hex(),
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+    }
+    rec.update(memory_report(torch))
+    if extra:
+        rec.update(extra)
+    if started is not None:
+        rec["wall_s"] = time.perf_counter() - started
+    print(json.dumps(rec), flush=True)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)

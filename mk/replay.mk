@@ -1,0 +1,60 @@
+# tools/replay/: cudapool-replay, the trace replayer, and the trace recorder's
+# benchmark. The recorder itself (shim/trace.c) is linked into libcudapool.so
+# by mk/shim.mk; here it is also linked into the tests and the benchmark.
+REPLAY_SRCS := $(wildcard tools/replay/*.c)
+REPLAY_OBJS := $(REPLAY_SRCS:%.c=$(BUILD)/%.o)
+REPLAY_LIB_OBJS := $(filter-out $(BUILD)/tools/replay/main.o,$(REPLAY_OBJS))
+REPLAY_BIN  := $(BUILD)/cudapool-replay
+# cp_parse_size: the replayer reads sizes exactly as the CUDAPOOL_* options do.
+REPLAY_SHIM_OBJS := $(BUILD)/shim/parse.o
+TRACE_OBJ := $(BUILD)/shim/trace.o
+
+$(BUILD)/tools/replay/%.o: tools/replay/%.c tools/replay/replay.h $(wildcard core/*.h) shim/cudapool.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -Icore -Ishim -c $< -o $@
+
+$(REPLAY_BIN): $(REPLAY_OBJS) $(REPLAY_SHIM_OBJS) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lz
+
+# Tests: tests/replay_*.c, one Criterion binary (parser, loader, replay, the
+# recorder round trip, the plot script).
+REPLAY_TEST_SRCS := $(wildcard tests/replay_*.c)
+REPLAY_TEST_BIN  := $(BUILD)/tests/replay_tests
+$(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(wildcard tests/*.h) $(REPLAY_LIB_OBJS) $(REPLAY_SHIM_OBJS) \
+                    $(TRACE_OBJ) $(CORE_LIB) $(REPLAY_BIN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(REPLAY_TEST_SRCS) $(REPLAY_LIB_OBJS) \
+	  $(REPLAY_SHIM_OBJS) $(TRACE_OBJ) $(CORE_LIB) -o $@ -lcriterion -lz $(LDFLAGS_BASE)
+
+TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
+$(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+
+ALL_TARGETS += $(REPLAY_BIN) $(REPLAY_TEST_BIN) $(TRACE_BENCH_BIN)
+TEST_BINS += $(REPLAY_TEST_BIN)
+TSAN_TEST_BINS += $(REPLAY_TEST_BIN)
+BENCH_CMDS += $(TRACE_BENCH_BIN)
+
+# The line parser and loader under libFuzzer. `make fuzz` (mk/fuzz.mk) runs
+# this one too, for FUZZ_TIME seconds, before the options fuzzer; new inputs
+# stay in $(BUILD)/fuzz/trace-corpus, crashes land in $(BUILD)/fuzz.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 20
+FUZZ_TRACE_BIN := $(BUILD)/fuzz/fuzz_trace_parse
+FUZZ_TRACE_SRCS := tests/fuzz/fuzz_trace_parse.c tools/replay/parse.c tools/replay/load.c
+$(FUZZ_TRACE_BIN): $(FUZZ_TRACE_SRCS) tools/replay/replay.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -Icore -Ishim -Itools/replay $(FUZZ_TRACE_SRCS) -o $@ -lz
+FUZZ_TARGETS += $(FUZZ_TRACE_BIN)
+
+.PHONY: fuzz fuzz-trace
+fuzz: fuzz-trace
+fuzz-trace: $(FUZZ_TRACE_BIN)
+	@mkdir -p $(BUILD)/fuzz/trace-corpus
+	cd $(BUILD)/fuzz && ./fuzz_trace_parse -max_total_time=$(FUZZ_TIME) -max_len=8192 \
+	  -dict=$(abspath tests/fuzz/trace.dict) -print_final_stats=1 trace-corpus \
+	  $(abspath tests/fuzz/trace_seeds)

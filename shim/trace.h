@@ -1,0 +1,56 @@
+/* trace.h: the allocation-event recorder behind CUDAPOOL_TRACE.
+ *
+ * Writes every event as one CSV line in RMM's logging-adaptor layout,
+ *   Thread,Time,Action,Pointer,Size,Stream
+ * e.g. "633,0.021117000,allocate,0x7efd75e00000,3072,(nil)": Thread is the
+ * kernel thread id, Time seconds since cp_trace_open on the monotonic clock
+ * (nanosecond digits), Pointer and Stream hex or "(nil)" for 0. Actions:
+ * allocate, free, "allocate failure", sync_stream, sync_device, and
+ * cudapool's extras (segment_alloc, segment_free, barrier, fence, oom,
+ * empty_cache) that an RMM reader skips. cudapool-replay reads it back.
+ *
+ * Cost: an event is one relaxed atomic load, a clock read and a 40-byte
+ * store into a thread-local 64 KiB buffer; no lock, no syscall, no
+ * formatting. A background thread formats and writes full buffers (one
+ * write() per buffer) and, every 200 ms, what the threads' buffers hold so
+ * far. A kill -9 loses at most the events of the last 200 ms; every write is
+ * whole lines, so the file always parses.
+ *
+ * Lines of different threads are written in chunks, so the file is in time
+ * order per thread only; the replayer sorts by time. For a pointer freed on
+ * one thread and reallocated on another to keep its order, the shim records
+ * a free before the block goes back to the pool and an allocation after the
+ * pool handed it out.
+ *
+ * Threads: every function may be called from any thread at any time, also
+ * before open and after close (then they do nothing). After fork() the child
+ * records nothing (the parent's file and buffers stay the parent's) until it
+ * calls cp_trace_open itself. */
+#ifndef CUDAPOOL_SHIM_TRACE_H
+#define CUDAPOOL_SHIM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Start recording into path (%p already expanded; truncated). Writes the
+ * header line. 0, EBUSY when already open, or the errno of open/write. */
+int cp_trace_open(const char *path);
+void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream);
+void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream);
+void cp_trace_alloc_failure(size_t size, uint64_t stream);
+void cp_trace_sync_stream(uint64_t stream);
+void cp_trace_sync_device(void);
+/* action must be a string with static storage (a literal): the record keeps
+ * the pointer and the line is formatted later. */
+void cp_trace_extra(const char *action, uintptr_t ptr, size_t size, uint64_t stream);
+/* Write everything recorded and close the file. Idempotent. Events recorded
+ * by other threads while it runs may be lost. */
+void cp_trace_close(void);
+/* One relaxed atomic load. */
+bool cp_trace_enabled(void);
+/* Events written to the file, and events lost (write error, no memory) since
+ * the last open. Either pointer may be NULL. */
+void cp_trace_counts(uint64_t *written, uint64_t *dropped);
+
+#endif

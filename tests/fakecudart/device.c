@@ -1,0 +1,122 @@
+/* device.c: the fake devices: count, current device (per thread),
+ * properties, attributes, versions, and cudaDeviceReset, which drops every
+ * allocation, stream, event and capture of the current device (later frees
+ * of its pointers fail with cudaErrorInvalidValue, as natively).
+ * Invariant: 0 <= current device < fc.ndev. */
+#include "fake.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ENTER() fc_enter(__func__)
+#define FC_VERSION 13000
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  ENTER();
+  if (!count) return fc_leave(cudaErrorInvalidValue);
+  *count = fc.ndev;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaSetDevice(int dev) {
+  ENTER();
+  if (dev < 0 || dev >= fc.ndev) return fc_leave(cudaErrorInvalidDevice);
+  fc_set_cur_device(dev);
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaGetDevice(int *dev) {
+  ENTER();
+  if (!dev) return fc_leave(cudaErrorInvalidValue);
+  *dev = fc_cur_device();
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev) {
+  ENTER();
+  if (!p) return fc_leave(cudaErrorInvalidValue);
+  if (dev < 0 || dev >= fc.ndev) return fc_leave(cudaErrorInvalidDevice);
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "cudapool fake device");
+  p->totalGlobalMem = fc.capacity;
+  p->sharedMemPerBlock = 48 << 10;
+  p->regsPerBlock = 65536;
+  p->warpSize = 32;
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+  p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 0x7fffffff;
+  p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+  p->totalConstMem = 64 << 10;
+  p->major = 9;
+  p->minor = 0;
+  p->multiProcessorCount = 132;
+  p->pciBusID = dev + 1;
+  p->unifiedAddressing = 1;
+  p->managedMemory = 1;
+  p->concurrentManagedAccess = 1;
+  p->memoryPoolsSupported = 1;
+  p->l2CacheSize = 50 << 20;
+  p->memoryBusWidth = 5120;
+  p->streamPrioritiesSupported = 1;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev) {
+  ENTER();
+  if (!value) return fc_leave(cudaErrorInvalidValue);
+  if (dev < 0 || dev >= fc.ndev) return fc_leave(cudaErrorInvalidDevice);
+  switch (attr) {
+  case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+  case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+  case cudaDevAttrMultiProcessorCount: *value = 132; break;
+  case cudaDevAttrWarpSize: *value = 32; break;
+  case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+  case cudaDevAttrUnifiedAddressing: *value = 1; break;
+  case cudaDevAttrManagedMemory: *value = 1; break;
+  case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+  case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+  case cudaDevAttrPciBusId: *value = dev + 1; break;
+  default: return fc_leave(cudaErrorInvalidValue);
+  }
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+  ENTER();
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaDriverGetVersion(int *v) {
+  ENTER();
+  if (!v) return fc_leave(cudaErrorInvalidValue);
+  *v = FC_VERSION;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaRuntimeGetVersion(int *v) {
+  ENTER();
+  if (!v) return fc_leave(cudaErrorInvalidValue);
+  *v = FC_VERSION;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaDeviceReset(void) {
+  ENTER();
+  int dev = fc_cur_device();
+  fc_streams_drop_device(dev);
+  fc_alloc_drop_device(dev);
+  fc_clock_reset();
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+  ENTER();
+  if (!attr || !func) return fc_leave(cudaErrorInvalidValue);
+  memset(attr, 0, sizeof *attr);
+  attr->maxThreadsPerBlock = 1024;
+  attr->ptxVersion = attr->binaryVersion = 90;
+  return fc_leave(cudaSuccess);
+}

@@ -1,0 +1,204 @@
+/* mem.c: "device" memory served from host memory, and the table of live
+ * allocations that decides every pointer question (which device, whole
+ * allocation, valid free or cudaErrorInvalidValue).
+ *
+ * Invariants: fc.allocs is sorted by base and its ranges are disjoint;
+ * fc.used[d] is the sum of `charged` over device-side allocations of d and
+ * never exceeds fc.capacity; allocations of FC_MMAP_MIN bytes or more are
+ * mmap(MAP_NORESERVE) so tests can "allocate" gigabytes without touching
+ * host pages. cudaFree waits for the device as natively (a device-wide host
+ * synchronisation, see clock.c). */
+#include "fake.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define FC_MMAP_MIN ((size_t)1 << 20)
+
+static size_t lower_bound(const void *p) {
+  size_t lo = 0, hi = fc.nallocs;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if ((uintptr_t)fc.allocs[mid].base < (uintptr_t)p) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+fc_alloc *fc_alloc_exact(const void *p) {
+  size_t i = lower_bound(p);
+  return i < fc.nallocs && fc.allocs[i].base == p ? &fc.allocs[i] : NULL;
+}
+
+fc_alloc *fc_alloc_containing(const void *p) {
+  size_t i = lower_bound((const char *)p + 1);
+  if (i == 0) return NULL;
+  fc_alloc *a = &fc.allocs[i - 1];
+  return (uintptr_t)p - (uintptr_t)a->base < a->size ? a : NULL;
+}
+
+cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **out) {
+  if (size > SIZE_MAX - 2 * FC_MMAP_MIN) return cudaErrorMemoryAllocation;
+  size_t charged = (size + FC_ALIGN - 1) & ~(size_t)(FC_ALIGN - 1);
+  int on_device = kind != FC_HOST;
+  if (on_device && charged > fc.capacity - fc.used[dev]) return cudaErrorMemoryAllocation;
+  fc_alloc a = {.size = size, .charged = on_device ? charged : 0, .device = dev, .kind = kind};
+  if (charged >= FC_MMAP_MIN) {
+    a.maplen = (charged + 4095) & ~(size_t)4095;
+    void *m = mmap(NULL, a.maplen, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
+    a.base = m;
+  } else {
+    a.base = aligned_alloc(FC_ALIGN, charged);
+    if (!a.base) return cudaErrorMemoryAllocation;
+  }
+  if (fc.nallocs == fc.capallocs) {
+    size_t cap = fc.capallocs ? 2 * fc.capallocs : 256;
+    fc_alloc *na = realloc(fc.allocs, cap * sizeof *na);
+    if (!na) abort();
+    fc.allocs = na;
+    fc.capallocs = cap;
+  }
+  size_t i = lower_bound(a.base);
+  memmove(&fc.allocs[i + 1], &fc.allocs[i], (fc.nallocs - i) * sizeof a);
+  fc.allocs[i] = a;
+  fc.nallocs++;
+  fc.used[dev] += a.charged;
+  *out = a.base;
+  return cudaSuccess;
+}
+
+void fc_alloc_release(fc_alloc *a) {
+  fc.used[a->device] -= a->charged;
+  if (a->maplen) munmap(a->base, a->maplen);
+  else free(a->base);
+  size_t i = (size_t)(a - fc.allocs);
+  memmove(&fc.allocs[i], &fc.allocs[i + 1], (fc.nallocs - i - 1) * sizeof *a);
+  fc.nallocs--;
+}
+
+void fc_alloc_drop_device(int dev) {
+  for (size_t i = fc.nallocs; i-- > 0;)
+    if (fc.allocs[i].device == dev) fc_alloc_release(&fc.allocs[i]);
+}
+
+#define ENTER() fc_enter(__func__)
+
+cudaError_t cudaMalloc(void **p, size_t size) {
+  ENTER();
+  if (!p) return fc_leave(cudaErrorInvalidValue);
+  cudaError_t err = fc_capture_unsafe();
+  if (err) return fc_leave(err);
+  if (size == 0) {
+    *p = NULL;
+    return fc_leave(cudaSuccess);
+  }
+  if (fc.fail_after == 0) return fc_leave(cudaErrorMemoryAllocation);
+  if (fc.fail_after > 0) fc.fail_after--;
+  return fc_leave(fc_alloc_new(size, FC_DEVICE, fc_cur_device(), p));
+}
+
+static cudaError_t free_kind(void *p, int host) {
+  if (!p) return cudaSuccess;
+  cudaError_t err = fc_capture_unsafe();
+  if (err) return err;
+  fc_alloc *a = fc_alloc_exact(p);
+  if (!a || (a->kind == FC_HOST) != host) return cudaErrorInvalidValue;
+  fc_clock_sync_device(a->device);
+  fc_alloc_release(a);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *p) {
+  ENTER();
+  return fc_leave(free_kind(p, 0));
+}
+
+cudaError_t cudaFreeHost(void *p) {
+  ENTER();
+  return fc_leave(free_kind(p, 1));
+}
+
+cudaError_t cudaMallocManaged(void **p, size_t size, unsigned int flags) {
+  ENTER();
+  if (!p || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+    return fc_leave(cudaErrorInvalidValue);
+  cudaError_t err = fc_capture_unsafe();
+  if (err) return fc_leave(err);
+  return fc_leave(fc_alloc_new(size, FC_MANAGED, fc_cur_device(), p));
+}
+
+cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height) {
+  ENTER();
+  if (!p || !pitch) return fc_leave(cudaErrorInvalidValue);
+  cudaError_t err = fc_capture_unsafe();
+  if (err) return fc_leave(err);
+  size_t pt = (width + FC_ALIGN - 1) & ~(size_t)(FC_ALIGN - 1);
+  if (width == 0 || height == 0) {
+    *p = NULL;
+    *pitch = pt;
+    return fc_leave(cudaSuccess);
+  }
+  if (height > SIZE_MAX / pt) return fc_leave(cudaErrorMemoryAllocation);
+  err = fc_alloc_new(pt * height, FC_PITCH, fc_cur_device(), p);
+  if (!err) *pitch = pt;
+  return fc_leave(err);
+}
+
+static cudaError_t host_alloc(void **p, size_t size) {
+  if (!p) return cudaErrorInvalidValue;
+  cudaError_t err = fc_capture_unsafe();
+  if (err) return err;
+  if (size == 0) {
+    *p = NULL;
+    return cudaSuccess;
+  }
+  return fc_alloc_new(size, FC_HOST, fc_cur_device(), p);
+}
+
+cudaError_t cudaMallocHost(void **p, size_t size) {
+  ENTER();
+  return fc_leave(host_alloc(p, size));
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags) {
+  ENTER();
+  if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
+                          cudaHostAllocWriteCombined))
+    return fc_leave(cudaErrorInvalidValue);
+  return fc_leave(host_alloc(p, size));
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+  ENTER();
+  /* The driver's cuMemGetInfo rejects NULL outputs; the runtime passes that on. */
+  if (!free_bytes || !total) return fc_leave(cudaErrorInvalidValue);
+  int dev = fc_cur_device();
+  *total = fc.capacity;
+  *free_bytes = fc.capacity - fc.used[dev];
+  return fc_leave(cudaSuccess);
+}
+
+/* Interior pointers describe the allocation they lie in, as natively. */
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr) {
+  ENTER();
+  if (!attr) return fc_leave(cudaErrorInvalidValue);
+  memset(attr, 0, sizeof *attr);
+  fc_alloc *a = ptr ? fc_alloc_containing(ptr) : NULL;
+  if (!a) {
+    attr->type = cudaMemoryTypeUnregistered;
+    attr->device = cudaInvalidDeviceId;
+    attr->hostPointer = (void *)ptr;
+    return fc_leave(cudaSuccess);
+  }
+  attr->device = a->device;
+  attr->devicePointer = (void *)ptr;
+  switch (a->kind) {
+  case FC_MANAGED: attr->type = cudaMemoryTypeManaged; attr->hostPointer = (void *)ptr; break;
+  case FC_HOST: attr->type = cudaMemoryTypeHost; attr->hostPointer = (void *)ptr; break;
+  default: attr->type = cudaMemoryTypeDevice; break;
+  }
+  return fc_leave(cudaSuccess);
+}

@@ -1,0 +1,313 @@
+/* main.c: the cudapool-replay command line.
+ *
+ *   cudapool-replay TRACE [pool options] [--json] [--compare "OPTS"]...
+ *                   [--find-limit] [--on-error=skip|stop] [--timeline FILE]
+ *
+ * Owns argument parsing (one table of pool options, read the same way on the
+ * command line and inside each --compare string, "--name VALUE" or
+ * "--name=VALUE") and the exit status: 0 done, 1 usage or I/O error, 2 bad
+ * input with --on-error=stop. Sizes use the CUDAPOOL_* syntax (shim/parse.c:
+ * 512, 64K, 1.5G, 8GiB). */
+#include "replay.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+#define PROG "cudapool-replay"
+#define MAX_COMPARE 16
+
+static const char usage[] =
+    "usage: " PROG
+    " TRACE [options]\n"
+    "Replays an allocation trace (cudapool, RMM CSV or the shared PyTorch traces, plain or .gz)\n"
+    "through cudapool's pool on a simulated device and reports what it reserved.\n"
+    "\n"
+    "pool options (sizes: 512, 64K, 256M, 1.5G, 8GiB; 0 or none = no limit):\n"
+    "  --limit SIZE              most bytes the pool may reserve\n"
+    "  --max-split SIZE          blocks of this size or more are never split\n"
+    "  --max-cached SIZE         most free bytes kept cached\n"
+    "  --reuse=barrier|sync|immediate   when a freed block is reusable (default barrier)\n"
+    "  --key=none|thread         pass the thread as the same-stream reuse key (default thread)\n"
+    "  --device-memory SIZE      simulated device capacity (default 141G, an H200)\n"
+    "  --round, --small-max, --small-segment, --large-segment, --large-threshold,\n"
+    "  --segment-round, --large-split-remainder, --oversize-waste SIZE   core rules\n"
+    "output:\n"
+    "  --json                    one JSON object\n"
+    "  --compare \"OPTS\"          also run with OPTS on top of the options above; repeatable;\n"
+    "                            prints a table (or a JSON object with a \"runs\" array)\n"
+    "  --find-limit              smallest limit (2 MiB steps) with no OOM\n"
+    "  --timeline FILE           per-event CSV: time,allocated,reserved,largest_free,marker\n"
+    "  --repeat N                timed runs, best kept (default 5)\n"
+    "input:\n"
+    "  --on-error=skip|stop      bad lines: report and skip (default), or stop with status 2\n";
+
+typedef struct cli {
+  const char *trace;
+  bool json, find_limit, stop_on_error;
+  const char *timeline;
+  const char *compare[MAX_COMPARE];
+  size_t ncompare;
+} cli_t;
+
+enum kind { SIZE_FIELD, LIMIT_FIELD, REUSE, KEY, DEVICE, REPEAT };
+
+static const struct popt {
+  const char *name;
+  enum kind kind;
+  size_t off; /* SIZE_FIELD/LIMIT_FIELD: offset of the size_t in cp_config_t */
+} popts[] = {
+    {"limit", LIMIT_FIELD, offsetof(cp_config_t, limit)},
+    {"max-split", LIMIT_FIELD, offsetof(cp_config_t, max_split)},
+    {"max-cached", LIMIT_FIELD, offsetof(cp_config_t, max_cached)},
+    {"round", SIZE_FIELD, offsetof(cp_config_t, round)},
+    {"small-max", SIZE_FIELD, offsetof(cp_config_t, small_max)},
+    {"small-segment", SIZE_FIELD, offsetof(cp_config_t, small_segment)},
+    {"large-segment", SIZE_FIELD, offsetof(cp_config_t, large_segment)},
+    {"large-threshold", SIZE_FIELD, offsetof(cp_config_t, large_threshold)},
+    {"segment-round", SIZE_FIELD, offsetof(cp_config_t, segment_round)},
+    {"large-split-remainder", SIZE_FIELD, offsetof(cp_config_t, large_split_remainder)},
+    {"oversize-waste", SIZE_FIELD, offsetof(cp_config_t, oversize_waste)},
+    {"reuse", REUSE, 0},
+    {"key", KEY, 0},
+    {"device-memory", DEVICE, 0},
+    {"repeat", REPEAT, 0},
+};
+
+static int bad(const char *opt, const char *value, const char *want) {
+  fprintf(stderr, PROG ": --%s: '%s' is not %s\n", opt, value, want);
+  return -1;
+}
+
+static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
+  uint64_t bytes;
+  size_t *field = (size_t *)((char *)&o->cfg + p->off);
+  switch (p->kind) {
+    case LIMIT_FIELD:
+      if (strcmp(v, "none") == 0) {
+        *field = CP_NO_LIMIT;
+        return 0;
+      }
+      if (cp_parse_size(v, &bytes) != 0 || bytes > SIZE_MAX)
+        return bad(p->name, v, "a size (e.g. 8G) or none");
+      *field = bytes ? (size_t)bytes : CP_NO_LIMIT;
+      return 0;
+    case SIZE_FIELD:
+      if (cp_parse_size(v, &bytes) != 0 || bytes == 0 || bytes > SIZE_MAX)
+        return bad(p->name, v, "a size above 0");
+      *field = (size_t)bytes;
+      return 0;
+    case REUSE:
+      if (strcmp(v, "barrier") == 0)
+        o->reuse = RP_REUSE_BARRIER;
+      else if (strcmp(v, "sync") == 0)
+        o->reuse = RP_REUSE_SYNC;
+      else if (strcmp(v, "immediate") == 0)
+        o->reuse = RP_REUSE_IMMEDIATE;
+      else
+        return bad(p->name, v, "barrier, sync or immediate");
+      return 0;
+    case KEY:
+      if (strcmp(v, "none") != 0 && strcmp(v, "thread") != 0)
+        return bad(p->name, v, "none or thread");
+      o->thread_key = strcmp(v, "thread") == 0;
+      return 0;
+    case DEVICE:
+      if (cp_parse_size(v, &bytes) != 0 || bytes == 0 || bytes > SIZE_MAX)
+        return bad(p->name, v, "a size above 0");
+      o->device_memory = bytes;
+      return 0;
+    default: {
+      char *end;
+      errno = 0;
+      unsigned long n = strtoul(v, &end, 10);
+      if (errno || *end || end == v || n == 0 || n > 1000)
+        return bad(p->name, v, "a count from 1 to 1000");
+      o->repeat = (unsigned)n;
+      return 0;
+    }
+  }
+}
+
+/* Options of one argv. in_compare: only pool options are allowed. Returns 0
+ * or -1 (message printed). */
+static int parse(int argc, char **argv, rp_opts_t *o, cli_t *cli, bool in_compare) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+      if (in_compare || cli->trace != NULL || (a[0] == '-' && a[1] != '\0')) {
+        fprintf(stderr, PROG ": unexpected argument '%s'\n", a);
+        return -1;
+      }
+      cli->trace = a;
+      continue;
+    }
+    const char *name = a + 2, *eq = strchr(name, '=');
+    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+    const char *value = eq ? eq + 1 : NULL;
+#define IS(s) (nlen == strlen(s) && strncmp(name, s, nlen) == 0)
+    bool flag = IS("json") || IS("find-limit") || IS("help");
+    if (!flag && value == NULL) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, PROG ": --%.*s needs a value\n", (int)nlen, name);
+        return -1;
+      }
+      value = argv[++i];
+    }
+    size_t k;
+    for (k = 0; k < sizeof popts / sizeof popts[0]; k++)
+      if (IS(popts[k].name)) break;
+    if (k < sizeof popts / sizeof popts[0]) {
+      if (set_popt(&popts[k], value, o) != 0) return -1;
+      continue;
+    }
+    if (in_compare) {
+      fprintf(stderr, PROG ": --compare: '--%.*s' is not a pool option\n", (int)nlen, name);
+      return -1;
+    }
+    if (IS("help")) {
+      fputs(usage, stdout);
+      exit(0);
+    } else if (IS("json")) {
+      cli->json = true;
+    } else if (IS("find-limit")) {
+      cli->find_limit = true;
+    } else if (IS("timeline")) {
+      cli->timeline = value;
+    } else if (IS("on-error")) {
+      if (strcmp(value, "skip") != 0 && strcmp(value, "stop") != 0)
+        return bad("on-error", value, "skip or stop");
+      cli->stop_on_error = strcmp(value, "stop") == 0;
+    } else if (IS("compare")) {
+      if (cli->ncompare == MAX_COMPARE) {
+        fprintf(stderr, PROG ": at most %d --compare\n", MAX_COMPARE);
+        return -1;
+      }
+      cli->compare[cli->ncompare++] = value;
+    } else {
+      fprintf(stderr, PROG ": unknown option '--%.*s' (--help lists them)\n", (int)nlen, name);
+      return -1;
+    }
+#undef IS
+  }
+  return 0;
+}
+
+/* Split a --compare string on blanks (no quoting needed: no value has one). */
+static int parse_compare(const char *s, rp_opts_t *o) {
+  char *copy = strdup(s), *save = NULL, *argv[64];
+  int argc = 0;
+  if (copy == NULL) return -1;
+  for (char *w = strtok_r(copy, " \t", &save); w && argc < 64; w = strtok_r(NULL, " \t", &save))
+    argv[argc++] = w;
+  cli_t unused = {0};
+  int rc = parse(argc, argv, o, &unused, true);
+  free(copy);
+  return rc;
+}
+
+/* opts[0] = base, opts[i] = base + the i-th --compare string; before the
+ * trace is read, so that a typo costs no loading time. */
+static int prepare_compare(const cli_t *cli, const rp_opts_t *base, rp_opts_t *opts) {
+  for (size_t i = 0; i <= cli->ncompare; i++) {
+    opts[i] = *base;
+    opts[i].timeline = NULL;
+    if (i > 0 && parse_compare(cli->compare[i - 1], &opts[i]) != 0) return -1;
+  }
+  return 0;
+}
+
+static int run_compare(const cli_t *cli, const rp_trace_t *t, const rp_opts_t *opts) {
+  size_t n = cli->ncompare + 1;
+  rp_result_t r[MAX_COMPARE + 1];
+  const char *labels[MAX_COMPARE + 1];
+  for (size_t i = 0; i < n; i++) labels[i] = i == 0 ? "(base)" : cli->compare[i - 1];
+  for (size_t i = 0; i < n; i++) {
+    int rc = rp_run(t, &opts[i], &r[i]);
+    if (rc != 0) {
+      fprintf(stderr, PROG ": options '%s': the pool refused them (%s)\n", labels[i], strerror(rc));
+      for (size_t j = 0; j < i; j++) rp_result_free(&r[j]);
+      return 1;
+    }
+  }
+  if (cli->json) {
+    fputs("{\"runs\":[", stdout);
+    for (size_t i = 0; i < n; i++) {
+      fputs(i ? "," : "", stdout);
+      rp_print_json(stdout, cli->trace, t, &opts[i], &r[i], UINT64_MAX);
+    }
+    fputs("],\"labels\":[", stdout);
+    for (size_t i = 0; i < n; i++)
+      printf("%s\"%s\"", i ? "," : "", labels[i]); /* labels hold no quotes: parse refused them */
+    fputs("]}\n", stdout);
+  } else {
+    rp_print_compare(stdout, cli->trace, t, n, labels, r);
+  }
+  for (size_t i = 0; i < n; i++) rp_result_free(&r[i]);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  rp_opts_t o;
+  cli_t cli = {0};
+  rp_opts_default(&o);
+  if (parse(argc - 1, argv + 1, &o, &cli, false) != 0) return 1;
+  if (cli.trace == NULL) {
+    fputs(usage, stderr);
+    return 1;
+  }
+  rp_opts_t copts[MAX_COMPARE + 1];
+  if (cli.ncompare > 0 && prepare_compare(&cli, &o, copts) != 0) return 1;
+  rp_load_opts_t lo = {
+      .name = cli.trace, .err = stderr, .stop_on_error = cli.stop_on_error, .max_messages = 20};
+  rp_trace_t t;
+  int rc = rp_load_file(cli.trace, &lo, &t);
+  if (rc != 0) return rc == 2 ? 2 : 1;
+  if (cli.ncompare > 0) {
+    rc = run_compare(&cli, &t, copts);
+    rp_trace_free(&t);
+    return rc;
+  }
+  FILE *tl = NULL;
+  if (cli.timeline) {
+    tl = fopen(cli.timeline, "w");
+    if (tl == NULL) {
+      fprintf(stderr, PROG ": %s: %s\n", cli.timeline, strerror(errno));
+      rp_trace_free(&t);
+      return 1;
+    }
+    o.timeline = tl;
+  }
+  rp_result_t r;
+  rc = rp_run(&t, &o, &r);
+  if (tl && fclose(tl) != 0) {
+    fprintf(stderr, PROG ": %s: %s\n", cli.timeline, strerror(errno));
+    rc = rc ? rc : EIO;
+  }
+  if (rc != 0) {
+    fprintf(stderr, PROG ": the pool refused these options (%s)\n", strerror(rc));
+    rp_trace_free(&t);
+    return 1;
+  }
+  uint64_t limit = UINT64_MAX;
+  unsigned runs = 0;
+  if (cli.find_limit) limit = rp_find_limit(&t, &o, &runs);
+  if (cli.json) {
+    rp_print_json(stdout, cli.trace, &t, &o, &r, limit);
+    fputc('\n', stdout);
+  } else {
+    rp_print_text(stdout, cli.trace, &t, &o, &r);
+    if (cli.find_limit && limit == 0)
+      printf("find-limit       none: the trace runs out of memory even at the device's %.1f GiB\n",
+             (double)o.device_memory / (1 << 30));
+    else if (cli.find_limit)
+      printf("find-limit       %.0f MiB (%llu bytes): smallest 2 MiB step with no OOM (%u runs)\n",
+             (double)limit / (1 << 20), (unsigned long long)limit, runs);
+  }
+  rp_result_free(&r);
+  rp_trace_free(&t);
+  return 0;
+}

@@ -1,0 +1,157 @@
+/* replay.h: cudapool-replay, the trace replayer, internal interfaces.
+ *
+ * Three stages, one file each:
+ *   parse.c  one CSV line -> rp_line_t (pure: no allocation, no I/O; fuzzed)
+ *   load.c   a whole trace (file, .gz or memory) -> rp_trace_t: lines parsed,
+ *            put in time order, trace pointers resolved to dense slot numbers
+ *            so that the replay loop does no hashing
+ *   run.c    rp_trace_t + options -> rp_result_t by driving the real core
+ *            (core/pool.h) on the simulated device (core/sim_backend.h)
+ * report.c prints results (text, JSON, the --compare table) and main.c is the
+ * command line.
+ *
+ * Invariants of a loaded trace: every RP_OP_FREE names a slot that an earlier
+ * RP_OP_ALLOC filled and no other free names; slots are < nslots; events are
+ * in the order the program made them. */
+#ifndef CUDAPOOL_REPLAY_H
+#define CUDAPOOL_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pool.h"
+
+/* ---- parse.c ---------------------------------------------------------- */
+
+/* Longest line the parser accepts (a valid line is under 120 bytes). */
+#define RP_MAX_LINE 4096
+
+enum rp_kind {
+  RP_LINE_BLANK,      /* empty, comment, or nothing to replay (cudaFree(NULL)) */
+  RP_LINE_HEADER,     /* Thread,Time,Action,Pointer,Size,Stream */
+  RP_LINE_EXTRA,      /* an action replay skips (segment_alloc, barrier, ...) */
+  RP_LINE_ALLOC,      /* allocate */
+  RP_LINE_FREE,       /* free / deallocate */
+  RP_LINE_ALLOC_FAIL, /* allocate failure: the recorded run failed here */
+  RP_LINE_SYNC_STREAM,
+  RP_LINE_SYNC_DEVICE,
+  RP_LINE_EMPTY_CACHE,
+  RP_LINE_ZERO_ALLOC, /* allocate of 0 bytes returning NULL: cudaMalloc(&p, 0) */
+};
+
+typedef struct rp_line {
+  enum rp_kind kind;
+  bool clock_time; /* Time was HH:MM:SS.us (RMM), not seconds */
+  uint64_t thread;
+  double time; /* seconds */
+  uint64_t ptr;
+  uint64_t size;
+  uint64_t stream;
+} rp_line_t;
+
+/* Parse one line (len bytes, without its newline; need not be
+ * NUL-terminated). 0 and *out filled, or -1 and a message (no line number)
+ * in err. */
+int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t errlen);
+
+/* ---- load.c ----------------------------------------------------------- */
+
+enum rp_op {
+  RP_OP_ALLOC,
+  RP_OP_FREE,
+  RP_OP_SYNC_STREAM,
+  RP_OP_SYNC_DEVICE,
+  RP_OP_EMPTY_CACHE,
+};
+
+typedef struct rp_event {
+  uint64_t size;   /* RP_OP_ALLOC: bytes requested */
+  uint64_t stream; /* stream of the alloc or sync */
+  uint64_t key;    /* thread of the call + 1 (never 0) */
+  uint32_t slot;   /* RP_OP_ALLOC/FREE: the block's slot */
+  uint8_t op;      /* enum rp_op */
+} rp_event_t;
+
+typedef struct rp_trace {
+  rp_event_t *ev;
+  uint32_t *line; /* line of each event in the input */
+  double *time;   /* seconds of each event */
+  size_t n;
+  uint32_t nslots;
+  /* what the input held */
+  size_t lines, allocs, frees, syncs, alloc_failures, skipped, zero_allocs, errors;
+  uint64_t peak_live; /* most bytes live at once, exact request sizes */
+  bool reordered;     /* lines were not in time order and were sorted */
+} rp_trace_t;
+
+typedef struct rp_load_opts {
+  const char *name;      /* prefix of messages ("trace.csv:12: ...") */
+  FILE *err;             /* where messages go (NULL: nowhere) */
+  bool stop_on_error;    /* stop at the first bad line */
+  unsigned max_messages; /* print at most this many (0 = no limit) */
+} rp_load_opts_t;
+
+/* 0: loaded (bad lines skipped and counted in t->errors); 2: a bad line with
+ * stop_on_error; an errno when the file cannot be read or memory runs out
+ * (message written). */
+int rp_load_file(const char *path, const rp_load_opts_t *o, rp_trace_t *t);
+int rp_load_mem(const char *buf, size_t len, const rp_load_opts_t *o, rp_trace_t *t);
+void rp_trace_free(rp_trace_t *t);
+
+/* ---- run.c ------------------------------------------------------------ */
+
+enum rp_reuse {
+  RP_REUSE_BARRIER,   /* a barrier makes freed blocks reusable (shim default) */
+  RP_REUSE_SYNC,      /* only the trace's sync_stream/sync_device do */
+  RP_REUSE_IMMEDIATE, /* a free is reusable at once */
+};
+
+typedef struct rp_opts {
+  cp_config_t cfg; /* limit, max_split, ... (cfg.reuse set from reuse) */
+  enum rp_reuse reuse;
+  uint64_t device_memory; /* capacity of the simulated device */
+  bool thread_key;        /* pass the thread as cp_alloc/cp_free key */
+  unsigned repeat;        /* timed runs; ns_per_op is the best */
+  FILE *timeline;         /* per-event CSV (untimed run), or NULL */
+} rp_opts_t;
+
+typedef struct rp_oom {
+  uint32_t line;
+  double time;
+  uint64_t size, reserved, allocated, cached, largest_free;
+  double fragmentation; /* 1 - largest_free / cached (0 when nothing cached) */
+} rp_oom_t;
+
+typedef struct rp_result {
+  uint64_t peak_allocated, peak_requested, peak_reserved;
+  double utilization, hit_rate, ns_per_op;
+  uint64_t ops, hits, misses, num_ooms, alloc_retries, skipped_frees;
+  uint64_t device_allocs, device_frees, barriers, fences, fence_waits, backend_calls;
+  uint64_t sync_points, immediate_reuse, free_errors;
+  rp_oom_t *ooms; /* every OOM, in order */
+  int check_rc;   /* cp_pool_check at the end: 0 = consistent */
+  char check_why[160];
+} rp_result_t;
+
+void rp_opts_default(rp_opts_t *o);
+/* 0, or an errno when the pool cannot be created (bad config). */
+int rp_run(const rp_trace_t *t, const rp_opts_t *o, rp_result_t *r);
+void rp_result_free(rp_result_t *r);
+/* Smallest limit (a multiple of 2 MiB) at which the trace runs with no OOM,
+ * by bisection; 0 when none up to the device memory does. */
+uint64_t rp_find_limit(const rp_trace_t *t, const rp_opts_t *o, unsigned *runs);
+
+/* ---- report.c --------------------------------------------------------- */
+
+const char *rp_reuse_name(enum rp_reuse r);
+void rp_print_text(FILE *f, const char *trace_name, const rp_trace_t *t, const rp_opts_t *o,
+                   const rp_result_t *r);
+/* One JSON object, no newline; find_limit printed when != UINT64_MAX. */
+void rp_print_json(FILE *f, const char *trace_name, const rp_trace_t *t, const rp_opts_t *o,
+                   const rp_result_t *r, uint64_t find_limit);
+void rp_print_compare(FILE *f, const char *trace_name, const rp_trace_t *t, size_t n,
+                      const char *const *labels, const rp_result_t *r);
+
+#endif
