@@ -244,6 +244,14 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
     pthread_mutex_unlock(&pool->lock);
     return ENOMEM;
   }
+  if (pool->cfg.limit != CP_NO_LIMIT &&
+      (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit) {
+    /* A limit lowered at run time may leave more reserved than it allows:
+     * memory already cached is not handed out past it either. */
+    pool->stats.num_ooms++;
+    pthread_mutex_unlock(&pool->lock);
+    return ENOMEM;
+  }
   cp_subpool_t *sp = cp_subpool_of(pool, small);
   bool immediate = false, fresh = false;
   cp_block_t *b = find_cached(pool, sp, rsize, stream, key, &immediate);
@@ -400,8 +408,10 @@ size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
 void cp_set_limit(cp_pool_t *pool, size_t limit) {
   pthread_mutex_lock(&pool->lock);
   pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
-  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit)
+  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit) {
+    if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
     cp_release_free_segments(pool, 0);
+  }
   pthread_mutex_unlock(&pool->lock);
 }
 

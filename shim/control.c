@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "real.h"
 #include "shim.h"
 
 void cp_print_report(FILE *out, cp_format_t format);
@@ -17,11 +18,29 @@ static cp_pool_t *pool_of(int device) {
   return dev ? atomic_load(&dev->pool) : NULL;
 }
 
+static bool device_exists(int device) {
+  int count = 0;
+  if (device < 0 || !cp_device(device) || !cp_shim_init() || !cp_real.cudaGetDeviceCount) return false;
+  if (cp_real.cudaGetDeviceCount(&count) != cudaSuccess) {
+    cp_real.cudaGetLastError();
+    return false;
+  }
+  return device < count;
+}
+
 CP_EXPORT int cudapool_stats(int device, cudapool_stats_t *out) {
   if (!out || out->size != sizeof *out || out->version != CUDAPOOL_STATS_VERSION) return EINVAL;
   cp_pool_t *pool = pool_of(device);
-  if (!pool) return ENODEV;
-  cp_get_stats(pool, out);
+  if (pool) {
+    cp_get_stats(pool, out);
+    return 0;
+  }
+  if (!device_exists(device)) return ENODEV;
+  /* A device the program has not allocated on yet: all zero. */
+  memset(out, 0, sizeof *out);
+  out->size = sizeof *out;
+  out->version = CUDAPOOL_STATS_VERSION;
+  out->device = device;
   return 0;
 }
 

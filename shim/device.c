@@ -119,11 +119,31 @@ void cp_device_reset(cp_device_t *dev) {
   if (pool) cp_pool_drop(pool);
 }
 
+/* A new non-blocking stream is ordered after nothing, yet may be handed
+ * blocks that a barrier or same-thread order made ready: make it wait for
+ * everything submitted so far (an event recorded on the legacy stream, which
+ * covers every blocking stream). During a capture no legacy-stream work may
+ * be issued: it waits on the last barrier's event instead, which covers
+ * every block a barrier made ready. Called with dev->lock held, and the
+ * capture lock when no_capture. */
+static void order_after_past_work(cp_device_t *dev, cudaStream_t stream, bool no_capture) {
+  if (!dev->barrier_event &&
+      cp_real.cudaEventCreateWithFlags(&dev->barrier_event, cudaEventDisableTiming) != cudaSuccess) {
+    dev->barrier_event = NULL;
+    cp_real.cudaGetLastError();
+    return;
+  }
+  bool ok = !no_capture || cp_real.cudaEventRecord(dev->barrier_event, cudaStreamLegacy) == cudaSuccess;
+  if (!ok || cp_real.cudaStreamWaitEvent(stream, dev->barrier_event, 0) != cudaSuccess)
+    cp_real.cudaGetLastError();
+}
+
 void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking) {
   cp_stream_entry_t *s = calloc(1, sizeof *s);
   if (!s) return;
   s->stream = stream;
   s->nonblocking = nonblocking;
+  bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
   pthread_mutex_lock(&dev->lock);
   if (nonblocking && cp_real.cudaEventCreateWithFlags(&s->event, cudaEventDisableTiming) != cudaSuccess) {
     /* Without an event no barrier can reach this stream: same-thread reuse
@@ -133,8 +153,12 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
   }
   HASH_ADD_PTR(dev->streams, stream, s);
   atomic_fetch_add(&dev->live_streams, 1);
-  if (nonblocking) atomic_fetch_add(&dev->live_nonblocking, 1);
+  if (nonblocking) {
+    atomic_fetch_add(&dev->live_nonblocking, 1);
+    order_after_past_work(dev, stream, no_capture);
+  }
   pthread_mutex_unlock(&dev->lock);
+  if (no_capture) cp_capture_unlock();
 }
 
 /* Forget the stream on whichever device knows it; true if one did. */

@@ -75,12 +75,12 @@ static cudaError_t pooled_free(void *ptr) {
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = atomic_load(&dev->pool);
     if (!pool) continue;
-    if (cp_trace_enabled()) traced = cp_block_size(pool, (uintptr_t)ptr);
+    /* Recorded before the free: once freed, another thread may get the
+     * block and record its allocation first. */
+    if (cp_trace_enabled() && (traced = cp_block_size(pool, (uintptr_t)ptr)))
+      cp_trace_free((uintptr_t)ptr, traced, 0);
     int rc = cp_free(pool, (uintptr_t)ptr, cp_device_reuse_key(dev), flags);
-    if (rc == 0) {
-      if (cp_trace_enabled()) cp_trace_free((uintptr_t)ptr, traced, 0);
-      return cudaSuccess;
-    }
+    if (rc == 0) return cudaSuccess;
     if (rc == EINVAL) return native_invalid_free(ptr);
   }
   return cp_real.cudaFree(ptr);
@@ -182,8 +182,10 @@ CP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   bool on = cp_shim_init();
   cudaError_t rc = cp_real.cudaMemGetInfo(free_bytes, total_bytes);
   if (!on || rc != cudaSuccess || !free_bytes || !total_bytes) return rc;
+  /* The pool (not yet any memory) is made here so that a limit shows
+   * before the first allocation: frameworks size themselves from this. */
   cp_device_t *dev = cp_current_device();
-  cp_pool_t *pool = dev ? atomic_load(&dev->pool) : NULL;
+  cp_pool_t *pool = dev ? cp_device_pool(dev) : NULL;
   if (!pool) return rc;
   cudapool_stats_t s;
   cp_get_stats(pool, &s);

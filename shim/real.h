@@ -26,6 +26,7 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
   X(cudaFree, true)                         \
   X(cudaGetDevice, true)                    \
   X(cudaSetDevice, true)                    \
+  X(cudaGetDeviceCount, false)              \
   X(cudaGetLastError, true)                 \
   X(cudaEventCreateWithFlags, true)         \
   X(cudaEventRecord, true)                  \

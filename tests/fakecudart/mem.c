@@ -101,9 +101,10 @@ cudaError_t cudaMalloc(void **p, size_t size) {
 }
 
 static cudaError_t free_kind(void *p, int host) {
-  if (!p) return cudaSuccess;
+  /* Seen on the H200: cudaFree(NULL) during a strict capture fails too. */
   cudaError_t err = fc_capture_unsafe();
   if (err) return err;
+  if (!p) return cudaSuccess;
   fc_alloc *a = fc_alloc_exact(p);
   if (!a || (a->kind == FC_HOST) != host) return cudaErrorInvalidValue;
   fc_clock_sync_device(a->device);
