@@ -11,6 +11,7 @@
 static cp_device_t devices[CP_MAX_DEVICES];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static atomic_bool per_thread_stream_seen;
+static _Atomic uint64_t pool_mask; /* bit i: devices[i] may have a pool (i < 64) */
 
 static void table_init(void) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
@@ -85,18 +86,21 @@ cp_pool_t *cp_device_pool(cp_device_t *dev) {
   if (!pool) {
     pool = create_pool(dev);
     atomic_store_explicit(&dev->pool, pool, memory_order_release);
+    if (pool) atomic_fetch_or(&pool_mask, 1ull << dev->id);
   }
   pthread_mutex_unlock(&dev->lock);
   return pool;
 }
 
 cp_device_t *cp_next_device_with_pool(int *next) {
-  pthread_once(&table_once, table_init);
-  for (int i = *next; i < CP_MAX_DEVICES; i++) {
+  uint64_t mask = *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&pool_mask, memory_order_acquire) >> *next;
+  while (mask) {
+    int i = *next + __builtin_ctzll(mask);
     if (atomic_load_explicit(&devices[i].pool, memory_order_acquire)) {
       *next = i + 1;
       return &devices[i];
     }
+    mask &= mask - 1;
   }
   *next = CP_MAX_DEVICES;
   return NULL;
