@@ -229,7 +229,9 @@ Test(trace, kill9_leaves_a_parseable_file) {
   rp_load_opts_t lo = {.name = path, .err = stderr};
   rp_trace_t tr;
   cr_assert(eq(int, rp_load_file(path, &lo, &tr), 0));
-  cr_assert(eq(sz, tr.errors, 0), "every write is whole lines");
+  /* Every write is whole lines, but Linux stops a write at a page boundary
+   * once SIGKILL is pending: the last line may be cut, never more. */
+  cr_assert(le(sz, tr.errors, 1), "%zu bad lines", tr.errors);
   cr_assert(ge(sz, tr.n, 1000));
   cr_assert(le(sz, tr.n, 200000));
   rp_trace_free(&tr);
