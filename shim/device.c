@@ -25,7 +25,24 @@ cp_device_t *cp_device(int id) {
   return id >= 0 && id < CP_MAX_DEVICES ? &devices[id] : NULL;
 }
 
+/* With a single visible device the current one is always device 0, and
+ * cudaGetDevice (a good part of a cache hit's cost) can be skipped. */
+static atomic_int device_count = -1;
+
+static int visible_devices(void) {
+  int n = atomic_load_explicit(&device_count, memory_order_relaxed);
+  if (n >= 0) return n;
+  n = 0;
+  if (!cp_real.cudaGetDeviceCount || cp_real.cudaGetDeviceCount(&n) != cudaSuccess) {
+    cp_real.cudaGetLastError();
+    return 0; /* unknown: ask every time, and ask again later */
+  }
+  atomic_store_explicit(&device_count, n, memory_order_relaxed);
+  return n;
+}
+
 cp_device_t *cp_current_device(void) {
+  if (visible_devices() == 1) return cp_device(0);
   int id = 0;
   if (cp_real.cudaGetDevice(&id) != cudaSuccess) return NULL;
   return cp_device(id);

@@ -30,10 +30,18 @@ static void start(void) {
   pooling = !cp_opts.disable;
 }
 
+/* 0 until the first call has loaded the options and resolved the runtime,
+ * then 1 (pass through) or 2 (pool): one load on every later call. */
+static atomic_int state;
+
 bool cp_shim_init(void) {
+  int s = atomic_load_explicit(&state, memory_order_acquire);
+  if (s) return s == 2;
   pthread_once(&once, start);
   /* Resolved on every path: a disabled shim still forwards. */
-  return cp_real_ready() && pooling;
+  bool on = cp_real_ready() && pooling;
+  atomic_store_explicit(&state, on ? 2 : 1, memory_order_release);
+  return on;
 }
 
 uint64_t cp_thread_key(void) {

@@ -13,10 +13,12 @@
  *
  * Output, one line per case (W is "native" or "pool", the allocator behind
  * cudaMalloc in this run):
- *   pair size=BYTES W_ns=MEDIAN async_ns=MEDIAN reps=N async_reps=N
+ *   pair size=BYTES W_ns=MEDIAN async_ns=MEDIAN W_stream_ns=MEDIAN reps=N async_reps=N
  *   churn live=64 min=256 max=8388608 W_ns=MEDIAN async_ns=MEDIAN reps=N
  *   threads n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
  *   threads_work n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
+ * W_ns is timed before the program has created any stream, W_stream_ns
+ * while one non-blocking stream is live (see bench_pairs).
  * "threads" churns pairs only; "threads_work" also puts a cudaMemsetAsync on
  * the thread's stream between each cudaMalloc and cudaFree.
  *
@@ -51,28 +53,58 @@ static double time_pairs(F pair, int warmup, int *reps_out) {
   return median(v.data(), v.size());
 }
 
-static void bench_pairs(void) {
-  static const size_t sizes[] = {512, 64u << 10, 1u << 20, 16u << 20, 256u << 20, 1u << 30};
-  for (size_t size : sizes) {
+static const size_t pair_sizes[] = {512, 64u << 10, 1u << 20, 16u << 20, 256u << 20, 1u << 30};
+#define NSIZES (sizeof pair_sizes / sizeof pair_sizes[0])
+
+static double time_malloc_pairs(size_t size, int *reps) {
+  return time_pairs(
+      [&] {
+        void *p = NULL;
+        CHECK(cudaMalloc(&p, size));
+        CHECK(cudaFree(p));
+      },
+      10, reps);
+}
+
+/* cudaMalloc pairs are timed first with no stream created (a legacy-stream
+ * program: under cudapool the same thread reuses its block at once), then
+ * again while one non-blocking stream is live (under cudapool every reuse
+ * of the one hot block then needs a barrier), then cudaMallocAsync pairs on
+ * that stream. Called before main creates any stream. */
+static void setup_async(int dev) {
+  CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  cudaMemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = dev;
+  CHECK(cudaMemPoolCreate(&g_async_pool, &props));
+  uint64_t threshold = UINT64_MAX;
+  CHECK(cudaMemPoolSetAttribute(g_async_pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+}
+
+static void bench_pairs(int dev) {
+  double plain[NSIZES];
+  int plain_reps[NSIZES];
+  for (size_t i = 0; i < NSIZES; i++) plain[i] = time_malloc_pairs(pair_sizes[i], &plain_reps[i]);
+  setup_async(dev); /* g_stream is the live non-blocking stream from here on */
+
+  for (size_t i = 0; i < NSIZES; i++) {
+    size_t size = pair_sizes[i];
     int reps = 0, async_reps = 0;
-    double ns = time_pairs(
-        [&] {
-          void *p = NULL;
-          CHECK(cudaMalloc(&p, size));
-          CHECK(cudaFree(p));
-        },
-        10, &reps);
+    double with_stream = time_malloc_pairs(size, &reps);
     double async_ns = time_pairs(
-        [&] {
-          void *p = NULL;
-          CHECK(cudaMallocFromPoolAsync(&p, size, g_async_pool, g_stream));
-          CHECK(cudaFreeAsync(p, g_stream));
-        },
-        10, &async_reps);
+          [&] {
+            void *p = NULL;
+            CHECK(cudaMallocFromPoolAsync(&p, size, g_async_pool, g_stream));
+            CHECK(cudaFreeAsync(p, g_stream));
+          },
+          10, &async_reps);
     CHECK(cudaStreamSynchronize(g_stream));
     CHECK(cudaMemPoolTrimTo(g_async_pool, 0));
-    printf("pair size=%zu %s_ns=%.1f async_ns=%.1f reps=%d async_reps=%d\n", size,
-           allocator_name(), ns, async_ns, reps, async_reps);
+    printf("pair size=%zu %s_ns=%.1f async_ns=%.1f %s_stream_ns=%.1f reps=%d async_reps=%d\n", size,
+           allocator_name(), plain[i], async_ns, allocator_name(), with_stream, plain_reps[i], async_reps);
   }
 }
 
@@ -216,18 +248,8 @@ int main(int argc, char **argv) {
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
   CHECK(cudaFree(0));
-  CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
-  cudaMemPoolProps props;
-  memset(&props, 0, sizeof props);
-  props.allocType = cudaMemAllocationTypePinned;
-  props.handleTypes = cudaMemHandleTypeNone;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = dev;
-  CHECK(cudaMemPoolCreate(&g_async_pool, &props));
-  uint64_t threshold = UINT64_MAX;
-  CHECK(cudaMemPoolSetAttribute(g_async_pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-
-  if (want_pairs) bench_pairs();
+  if (want_pairs) bench_pairs(dev); /* first: it times pairs before any stream exists */
+  else setup_async(dev);
   if (want_churn) bench_churn();
   if (want_threads) bench_threads();
 

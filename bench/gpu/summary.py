@@ -145,11 +145,13 @@ def bench_rows(work, table, results):
         async_ns = p.get("async_ns", n.get("async_ns"))
         r_native, r_async = ratio(native_ns, pool_ns), ratio(async_ns, pool_ns)
         rec = {"size": size, "native_ns": native_ns, "pool_ns": pool_ns, "async_ns": async_ns,
+               "pool_stream_ns": p.get("pool_stream_ns"),
                "native_over_pool": r_native, "async_over_pool": r_async,
                "async_ns_native_run": n.get("async_ns")}
         results["pairs"].append(rec)
-        detail = "native %s  pool %s  async %s  native/pool %s  async/pool %s" % (
-            fmt_ns(native_ns), fmt_ns(pool_ns), fmt_ns(async_ns), fmt_x(r_native), fmt_x(r_async))
+        detail = "native %s  pool %s  async %s  native/pool %s  async/pool %s  (pool with a stream live %s)" % (
+            fmt_ns(native_ns), fmt_ns(pool_ns), fmt_ns(async_ns), fmt_x(r_native), fmt_x(r_async),
+            fmt_ns(p.get("pool_stream_ns")))
         if pool_ns is None or native_ns is None:
             table.add("SKIP", "pair %s" % fmt_size(size), detail + "  (a run is missing)")
             continue
