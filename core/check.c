@@ -76,8 +76,8 @@ int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
   for (cp_segment_t *seg = pool->oldest; seg && rc == 0; seg = seg->newer, listed++)
     rc = check_segment(pool, seg, &t, why, n);
   const cudapool_stats_t *s = &pool->stats;
-  if (rc == 0 && HASH_COUNT(pool->active) != t.active)
-    rc = fail(why, n, "map has %u entries, %zu active blocks", HASH_COUNT(pool->active), t.active);
+  if (rc == 0 && HASH_COUNT(pool->active) != t.active + 1)
+    rc = fail(why, n, "map has %u entries, %zu active blocks and the anchor", HASH_COUNT(pool->active), t.active);
   for (int small = 0; small < 2 && rc == 0; small++) {
     cp_subpool_t *sp = cp_subpool_of(pool, small);
     if (sp->ready.count != t.ready[small]) rc = fail(why, n, "bins hold %zu, %zu ready", sp->ready.count, t.ready[small]);

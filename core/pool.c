@@ -70,6 +70,19 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   cp_bins_init(&pool->large.ready, cfg->round);
   cp_segments_init(pool);
   pool->stats.device = device;
+  /* uthash frees its table when the last entry goes and allocates it again
+   * on the next add: with one live block (a cudaMalloc/cudaFree loop) that
+   * is a malloc and a free per pair. A permanent entry at address 0, which
+   * no allocation can have, keeps the table. */
+  int hash_oom = 0;
+#undef uthash_nonfatal_oom
+#define uthash_nonfatal_oom(e) (hash_oom = 1)
+  HASH_ADD_PTR(pool->active, addr, &pool->anchor);
+  if (hash_oom) {
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+    return ENOMEM;
+  }
   *out = pool;
   return 0;
 }
@@ -131,6 +144,13 @@ void cp_block_recycle(cp_pool_t *pool, cp_block_t *block) {
   block->recorded = NULL;
   block->next = pool->spare;
   pool->spare = block;
+}
+
+/* The live block at addr, never the map's anchor. */
+static cp_block_t *find_active(cp_pool_t *pool, uintptr_t addr) {
+  cp_block_t *b;
+  HASH_FIND_PTR(pool->active, &addr, b);
+  return b == &pool->anchor ? NULL : b;
 }
 
 /* Blocks at or over max_split are never split: a smaller request may not use
@@ -298,8 +318,7 @@ static void trim_to_max_cached(cp_pool_t *pool) {
 
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
   pthread_mutex_lock(&pool->lock);
-  cp_block_t *b;
-  HASH_FIND_PTR(pool->active, &addr, b);
+  cp_block_t *b = find_active(pool, addr);
   if (!b) {
     int rc = cp_segment_containing(pool, addr) ? EINVAL : ENOENT;
     pthread_mutex_unlock(&pool->lock);
@@ -325,8 +344,7 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
 
 size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
   pthread_mutex_lock(&pool->lock);
-  cp_block_t *b;
-  HASH_FIND_PTR(pool->active, &addr, b);
+  cp_block_t *b = find_active(pool, addr);
   size_t size = b ? b->size : 0;
   pthread_mutex_unlock(&pool->lock);
   return size;
@@ -334,8 +352,7 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
 
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
-  cp_block_t *b;
-  HASH_FIND_PTR(pool->active, &addr, b);
+  cp_block_t *b = find_active(pool, addr);
   int rc = b ? 0 : ENOENT;
   if (b && stream != b->stream) {
     bool known = false;

@@ -58,7 +58,8 @@ struct cp_pool {
   cp_config_t cfg;
   cp_backend_t be;
   cp_subpool_t small, large;
-  cp_block_t *active;                /* uthash: addr -> ACTIVE block */
+  cp_block_t *active;                /* uthash: addr -> ACTIVE block, plus `anchor` */
+  cp_block_t anchor;                 /* keeps the map from emptying (see pool.c) */
   struct cp_segment_tree segments;   /* by base address */
   cp_segment_t *oldest, *newest;     /* creation order */
   cp_block_t *fifo_head, *fifo_tail; /* PENDING blocks in free order */

@@ -20,7 +20,7 @@
 /* Errors the shim causes itself are cleared from the program's
  * cudaGetLastError() (cp_real.cudaGetLastError() after a failed call). */
 
-static __thread cudaError_t last_alloc_error;
+static __thread __attribute__((tls_model("initial-exec"))) cudaError_t last_alloc_error;
 
 cudaError_t cp_cuda_last_alloc_error(void) { return last_alloc_error; }
 

@@ -46,7 +46,7 @@ bool cp_shim_init(void) {
 
 uint64_t cp_thread_key(void) {
   static atomic_uint_fast64_t next_key = 1;
-  static __thread uint64_t key;
+  static __thread __attribute__((tls_model("initial-exec"))) uint64_t key;
   if (!key) key = atomic_fetch_add(&next_key, 1);
   return key;
 }
