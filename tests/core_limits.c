@@ -135,7 +135,10 @@ Test(limits, empty_cache_waits_fences_when_no_barrier) {
 }
 
 Test(limits, every_counter_after_an_exact_sequence) {
-  fx_open(1 * GiB);
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.split_barrier_pending = 1; /* any pending block makes a split ask for a barrier */
+  fx_open_cfg(&cfg, 1 * GiB);
   uintptr_t a = fx_alloc(1000);      /* miss: 2 MiB small segment, block 1024 */
   uintptr_t b = fx_alloc(5 * MiB);   /* miss: 20 MiB segment, split */
   fx_free(a, 0);                     /* pending */

@@ -219,3 +219,17 @@ Test(reuse, keyed_free_coalesces_with_what_its_key_may_use) {
   cr_assert(ne(u64, fx_alloc_on(256 * KiB, 0, 7), d), "key 7 may not use key 8's pending memory");
   fx_close();
 }
+
+Test(reuse, a_looming_split_asks_for_a_barrier_once_enough_is_pending) {
+  fx_open(1 * GiB); /* split_barrier_pending = 4 */
+  uintptr_t p[5];
+  for (int i = 0; i < 5; i++) p[i] = fx_alloc(4096);
+  for (int i = 0; i < 3; i++) fx_free(p[i], 0);
+  uintptr_t q = fx_alloc(4096); /* three pending: split the ready rest */
+  cr_assert(eq(u64, q, p[4] + 4096));
+  cr_assert(eq(u64, fx_stats().num_barriers, 0));
+  fx_free(p[3], 0); /* four pending */
+  cr_assert(eq(u64, fx_alloc(4096), p[0]), "barrier, then the lowest exact fit");
+  cr_assert(eq(u64, fx_stats().num_barriers, 1));
+  fx_close();
+}
