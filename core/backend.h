@@ -14,6 +14,9 @@
  *   after which all future device work is ordered after all past work, on
  *   every stream. 0 = issued, anything else = refused (e.g. during a stream
  *   capture). No host wait.
+ * - barrier_cost (optional, NULL = 1): what a barrier costs now, in units
+ *   of the cheapest one (the shim: 1 + live non-blocking streams). The pool
+ *   asks for optional barriers (better fits) less often when they cost more.
  * - fence_record (optional, NULL = no fences): record a fence covering all
  *   past device work. 0 = recorded, anything else = refused.
  * - fence_query: 1 once the fence's work has completed, else 0.
@@ -36,6 +39,7 @@ typedef struct cp_backend {
   int (*alloc)(void *ctx, int device, size_t size, uintptr_t *out);
   void (*free)(void *ctx, int device, uintptr_t addr, size_t size);
   int (*barrier)(void *ctx, int device);
+  unsigned (*barrier_cost)(void *ctx, int device);
   int (*fence_record)(void *ctx, int device, cp_fence_t *out);
   int (*fence_query)(void *ctx, int device, cp_fence_t fence);
   int (*fence_wait)(void *ctx, int device, cp_fence_t fence);

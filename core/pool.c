@@ -246,13 +246,18 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
  * memory of a best-fit allocator whose frees are reusable at once, with
  * about 50 barriers a training step (one event record each without
  * non-blocking streams); asking at every split would double that, waiting
- * for 8 already costs memory. Fences are polled only when nothing fits. */
+ * for 8 already costs memory. A barrier that must reach many streams costs
+ * more, and is asked for proportionally less often. Fences are polled only
+ * when nothing fits. */
 static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream,
                                uint64_t key, bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
   size_t waiting = cp_pending_not_usable(sp, stream, key);
-  bool worth_a_barrier = b ? should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending
-                           : waiting > 0;
+  bool worth_a_barrier = waiting > 0;
+  if (b && worth_a_barrier) {
+    unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
+    worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
+  }
   if (worth_a_barrier && (cp_try_barrier(pool) || (!b && cp_poll_fences(pool))))
     b = pick_cached(pool, sp, rsize, stream, key, immediate);
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);

@@ -76,6 +76,12 @@ static int cuda_barrier(void *ctx, int device) {
   return ok ? 0 : -1;
 }
 
+static unsigned cuda_barrier_cost(void *ctx, int device) {
+  (void)device;
+  cp_device_t *dev = ctx;
+  return 1u + (unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed);
+}
+
 /* A fence: one event per live non-blocking stream plus one on the legacy
  * stream; complete when all are. */
 typedef struct cuda_fence {
@@ -185,6 +191,7 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev) {
       .alloc = cuda_alloc,
       .free = cuda_free,
       .barrier = cuda_barrier,
+      .barrier_cost = cuda_barrier_cost,
       .fence_record = cuda_fence_record,
       .fence_query = cuda_fence_query,
       .fence_wait = cuda_fence_wait,

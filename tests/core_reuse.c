@@ -233,3 +233,26 @@ Test(reuse, a_looming_split_asks_for_a_barrier_once_enough_is_pending) {
   cr_assert(eq(u64, fx_stats().num_barriers, 1));
   fx_close();
 }
+
+static unsigned cost_of_two(void *ctx, int device) {
+  (void)ctx, (void)device;
+  return 2;
+}
+
+Test(reuse, a_costlier_barrier_waits_for_more_pending_blocks) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cp_sim_init(&F.sim, 1 * GiB);
+  F.be = cp_sim_backend(&F.sim);
+  F.be.barrier_cost = cost_of_two; /* split_barrier_pending 4 x cost 2 */
+  cr_assert(eq(int, cp_pool_create(&F.pool, 0, &cfg, &F.be), 0));
+  uintptr_t p[9];
+  for (int i = 0; i < 9; i++) p[i] = fx_alloc(4096);
+  for (int i = 0; i < 7; i++) fx_free(p[i], 0);
+  fx_alloc(4096); /* 7 pending: no barrier */
+  cr_assert(eq(u64, fx_stats().num_barriers, 0));
+  fx_free(p[7], 0);
+  cr_assert(eq(u64, fx_alloc(4096), p[0]));
+  cr_assert(eq(u64, fx_stats().num_barriers, 1));
+  fx_close();
+}
