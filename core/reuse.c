@@ -20,30 +20,31 @@ static cp_subpool_t *subpool_of_block(cp_pool_t *pool, const cp_block_t *b) {
   return cp_subpool_of(pool, b->segment->small);
 }
 
+/* `lower` takes in its address neighbour `upper`, which is in no index. */
+static void join(cp_pool_t *pool, cp_block_t *lower, cp_block_t *upper) {
+  lower->size += upper->size;
+  lower->next = upper->next;
+  if (upper->next) upper->next->prev = lower;
+  cp_block_recycle(pool, upper);
+  pool->block_count--;
+  pool->free_block_count--;
+}
+
 void cp_make_ready(cp_pool_t *pool, cp_block_t *b) {
   cp_subpool_t *sp = subpool_of_block(pool, b);
   b->state = CP_BLOCK_READY;
   b->keyed = NULL;
   b->n_recorded = 0;
-  cp_block_t *prev = b->prev, *next = b->next;
-  if (prev && prev->state == CP_BLOCK_READY) {
+  if (b->prev && b->prev->state == CP_BLOCK_READY) {
+    cp_block_t *prev = b->prev;
     cp_bins_remove(&sp->ready, prev);
-    prev->size += b->size;
-    prev->next = next;
-    if (next) next->prev = prev;
-    cp_block_recycle(pool, b);
-    pool->block_count--;
-    pool->free_block_count--;
+    join(pool, prev, b);
     b = prev;
   }
-  if (next && next->state == CP_BLOCK_READY) {
+  if (b->next && b->next->state == CP_BLOCK_READY) {
+    cp_block_t *next = b->next;
     cp_bins_remove(&sp->ready, next);
-    b->size += next->size;
-    b->next = next->next;
-    if (next->next) next->next->prev = b;
-    cp_block_recycle(pool, next);
-    pool->block_count--;
-    pool->free_block_count--;
+    join(pool, b, next);
   }
   cp_bins_insert(&sp->ready, b);
 }
@@ -118,18 +119,6 @@ static void detach_free(cp_pool_t *pool, cp_block_t *n) {
   else cp_pending_remove(pool, n);
 }
 
-/* Merge b's upper neighbour into b. */
-static void absorb_next(cp_pool_t *pool, cp_block_t *b) {
-  cp_block_t *next = b->next;
-  detach_free(pool, next);
-  b->size += next->size;
-  b->next = next->next;
-  if (next->next) next->next->prev = b;
-  cp_block_recycle(pool, next);
-  pool->block_count--;
-  pool->free_block_count--;
-}
-
 /* A keyed free coalesces at once with what its key may use: the result is
  * pending for that key, so other keys wait for the next barrier for memory
  * they could have had at once, but a single-threaded program's frees merge
@@ -139,15 +128,14 @@ static cp_block_t *coalesce_for_key(cp_pool_t *pool, cp_block_t *b, const cp_key
     cp_block_t *prev = b->prev;
     detach_free(pool, prev);
     prev->stream = b->stream;
-    prev->size += b->size;
-    prev->next = b->next;
-    if (b->next) b->next->prev = prev;
-    cp_block_recycle(pool, b);
-    pool->block_count--;
-    pool->free_block_count--;
+    join(pool, prev, b);
     b = prev;
   }
-  if (joinable(b->next, k)) absorb_next(pool, b);
+  if (joinable(b->next, k)) {
+    cp_block_t *next = b->next;
+    detach_free(pool, next);
+    join(pool, b, next);
+  }
   return b;
 }
 
