@@ -45,6 +45,7 @@ all: build-all
 include mk/core.mk
 -include mk/shim.mk
 -include mk/fakecudart.mk
+-include mk/fakecuda.mk
 -include mk/replay.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk

@@ -3,6 +3,10 @@
 #   $(BUILD)/demo/legacy_app    the demo workload; part of `make` (ALL_TARGETS)
 #   $(BUILD)/gpu/tests/NAME     tests/gpu/NAME.cu   } `make gpu`; run on a GPU
 #   $(BUILD)/gpu/bench/NAME     bench/gpu/NAME.cu   } by scripts/gpu-check
+#   $(BUILD)/gpu/static/...     the same tests, alloc_bench and a cuBLAS program
+#                               built with nvcc's default static runtime, for
+#                               `make gpu-driver` and scripts/gpu-check driver
+#                               (cudapool serves them at the driver level)
 # `make demo` runs scripts/demo (natively and under cudapool, or on the
 # simulated runtime when there is no GPU).
 # Without nvcc ($(NVCC), default $(CUDA_HOME)/bin/nvcc) nothing here is built
@@ -23,7 +27,13 @@ GPU_TEST_BINS  := $(patsubst tests/gpu/%.cu,$(BUILD)/gpu/tests/%,$(wildcard test
 GPU_BENCH_BINS := $(patsubst bench/gpu/%.cu,$(BUILD)/gpu/bench/%,$(wildcard bench/gpu/*.cu))
 GPU_COMMON_HDR := tests/gpu/gpu_common.cuh
 
-.PHONY: gpu
+# Static runtime: nvcc's default, no -cudart flag. cublas_ws links libcublas
+# (shared), which carries a runtime of its own.
+GPU_STATIC_DIR  := $(BUILD)/gpu/static
+GPU_STATIC_BINS := $(patsubst tests/gpu/%.cu,$(GPU_STATIC_DIR)/tests/%,$(wildcard tests/gpu/*.cu)) \
+                   $(GPU_STATIC_DIR)/bench/alloc_bench $(GPU_STATIC_DIR)/tests/cublas_ws
+
+.PHONY: gpu gpu-driver
 
 ifneq ($(NVCC_FOUND),)
 
@@ -39,14 +49,29 @@ $(BUILD)/gpu/bench/%: bench/gpu/%.cu $(GPU_COMMON_HDR)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ $(NVCC_LDFLAGS)
 
+$(GPU_STATIC_DIR)/tests/%: tests/gpu/%.cu $(GPU_COMMON_HDR)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@
+
+$(GPU_STATIC_DIR)/bench/%: bench/gpu/%.cu $(GPU_COMMON_HDR)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@
+
+$(GPU_STATIC_DIR)/tests/cublas_ws: tests/gpu/driver/cublas_ws.cu $(GPU_COMMON_HDR)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ -lcublas \
+	  -Xlinker --enable-new-dtags -Xlinker -rpath=$(CUDA_HOME)/lib64
+
 ALL_TARGETS += $(DEMO_BIN)
 
 gpu: $(GPU_TEST_BINS) $(GPU_BENCH_BINS) $(DEMO_BIN)
 
+gpu-driver: $(GPU_STATIC_BINS)
+
 else
 
-gpu:
-	@echo "make gpu: no nvcc at $(NVCC) (set NVCC or CUDA_HOME): GPU programs not built" >&2
+gpu gpu-driver:
+	@echo "make $@: no nvcc at $(NVCC) (set NVCC or CUDA_HOME): GPU programs not built" >&2
 	@exit 1
 
 endif

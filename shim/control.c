@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "api.h"
 #include "device.h"
 #include "real.h"
 #include "shim.h"
@@ -19,13 +20,7 @@ static cp_pool_t *pool_of(int device) {
 }
 
 static bool device_exists(int device) {
-  int count = 0;
-  if (device < 0 || !cp_device(device) || !cp_shim_init() || !cp_real.cudaGetDeviceCount) return false;
-  if (cp_real.cudaGetDeviceCount(&count) != cudaSuccess) {
-    cp_real.cudaGetLastError();
-    return false;
-  }
-  return device < count;
+  return device >= 0 && cp_device(device) && cp_pool_enabled() && device < cp_device_count();
 }
 
 CP_EXPORT int cudapool_stats(int device, cudapool_stats_t *out) {
@@ -74,7 +69,7 @@ static void do_reset_peak(cp_pool_t *pool, size_t unused) {
 static void do_set_limit(cp_pool_t *pool, size_t limit) { cp_set_limit(pool, limit ? limit : CP_NO_LIMIT); }
 
 CP_EXPORT int cudapool_empty_cache(int device) {
-  if (!cp_shim_init()) return 0;
+  if (!cp_pool_enabled()) return 0;
   return each_pool(device, do_empty, 0);
 }
 
@@ -84,7 +79,7 @@ CP_EXPORT int cudapool_set_limit(int device, size_t bytes) {
   if (device < 0) return each_pool(device, do_set_limit, bytes);
   cp_device_t *dev = cp_device(device);
   if (!dev) return ENODEV;
-  if (!cp_shim_init()) return ENOTSUP;
+  if (!cp_pool_enabled()) return ENOTSUP;
   cp_pool_t *pool = atomic_load(&dev->pool);
   if (!pool) {
     /* Setting a limit before the first allocation creates the pool, which

@@ -1,6 +1,8 @@
-/* cuda_backend.c: the core's backend table over the real CUDA runtime.
+/* cuda_backend.c: the core's backend table over CUDA, the runtime's or the
+ * driver's (whichever flavour cp_api() picked, api.h).
  *
- * alloc/free are cudaMalloc/cudaFree on the pool's device. The barrier is
+ * alloc/free are cudaMalloc/cudaFree (cuMemAlloc/cuMemFree) on the pool's
+ * device (its primary context, for the driver). The barrier is
  * the asynchronous device-wide ordering point of docs/DESIGN.md: an event
  * recorded on each live non-blocking stream, the legacy stream made to wait
  * on those, an event E recorded on the legacy stream, and each non-blocking
@@ -15,64 +17,49 @@
 #include <stdlib.h>
 
 #include "device.h"
-#include "real.h"
 
-/* Errors the shim causes itself are cleared from the program's
- * cudaGetLastError() (cp_real.cudaGetLastError() after a failed call). */
-
-static __thread __attribute__((tls_model("initial-exec"))) cudaError_t last_alloc_error;
-
-cudaError_t cp_cuda_last_alloc_error(void) { return last_alloc_error; }
+/* The flavour cannot change once a pool exists (cp_api() picks once). */
+#define API() cp_api()
 
 static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   (void)device;
   cp_device_t *dev = ctx;
-  int prev = cp_device_enter(dev);
-  void *p = NULL;
-  cudaError_t rc = cp_real.cudaMalloc(&p, size);
-  cp_device_leave(prev);
-  last_alloc_error = rc;
-  if (rc != cudaSuccess) {
-    /* The pool may still succeed (after releasing cached segments): the
-     * program must not see this attempt's error then. The shim sets the
-     * final error itself when the allocation fails for good. */
-    cp_real.cudaGetLastError();
-    return rc == cudaErrorMemoryAllocation ? ENOMEM : EIO;
-  }
-  *out = (uintptr_t)p;
-  return 0;
+  int token = cp_device_enter(dev);
+  int rc = API()->mem_alloc(size, out);
+  cp_device_leave(token);
+  return rc;
 }
 
 static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
-  (void)ctx, (void)device, (void)size;
-  if (cp_real.cudaFree((void *)addr) != cudaSuccess) cp_real.cudaGetLastError();
+  (void)device, (void)size;
+  int token = cp_device_enter(ctx);
+  API()->mem_free(addr);
+  cp_device_leave(token);
 }
 
-static bool ensure_event(cudaEvent_t *ev) {
-  return *ev || cp_real.cudaEventCreateWithFlags(ev, cudaEventDisableTiming) == cudaSuccess;
-}
+static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }
 
 static int cuda_barrier(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
+  const cp_api_t *api = API();
   if (!cp_capture_none_lock()) return -1;
-  int prev = cp_device_enter(dev);
+  int token = cp_device_enter(dev);
   pthread_mutex_lock(&dev->lock);
-  bool ok = ensure_event(&dev->barrier_event);
+  bool ok = ensure_event(api, &dev->barrier_event);
   cp_stream_entry_t *s, *tmp;
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (!ok || !s->nonblocking) continue;
-    ok = s->event && cp_real.cudaEventRecord(s->event, s->stream) == cudaSuccess &&
-         cp_real.cudaStreamWaitEvent(cudaStreamLegacy, s->event, 0) == cudaSuccess;
+    ok = s->event && api->event_record(s->event, s->stream) == 0 &&
+         api->stream_wait(cudaStreamLegacy, s->event) == 0;
   }
-  ok = ok && cp_real.cudaEventRecord(dev->barrier_event, cudaStreamLegacy) == cudaSuccess;
+  ok = ok && api->event_record(dev->barrier_event, cudaStreamLegacy) == 0;
   HASH_ITER(hh, dev->streams, s, tmp) {
-    if (ok && s->nonblocking) ok = cp_real.cudaStreamWaitEvent(s->stream, dev->barrier_event, 0) == cudaSuccess;
+    if (ok && s->nonblocking) ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
   }
   pthread_mutex_unlock(&dev->lock);
-  cp_device_leave(prev);
+  cp_device_leave(token);
   cp_capture_unlock();
-  if (!ok) cp_real.cudaGetLastError();
   return ok ? 0 : -1;
 }
 
@@ -92,7 +79,7 @@ typedef struct cuda_fence {
 static cudaEvent_t take_event(cp_device_t *dev) {
   if (dev->n_spare) return dev->spare_events[--dev->n_spare];
   cudaEvent_t ev = NULL;
-  return ensure_event(&ev) ? ev : NULL;
+  return ensure_event(API(), &ev) ? ev : NULL;
 }
 
 static void give_event(cp_device_t *dev, cudaEvent_t ev) {
@@ -100,7 +87,7 @@ static void give_event(cp_device_t *dev, cudaEvent_t ev) {
     int cap = dev->cap_spare ? dev->cap_spare * 2 : 16;
     cudaEvent_t *grown = realloc(dev->spare_events, (size_t)cap * sizeof *grown);
     if (!grown) {
-      cp_real.cudaEventDestroy(ev);
+      API()->event_destroy(ev);
       return;
     }
     dev->spare_events = grown;
@@ -112,8 +99,9 @@ static void give_event(cp_device_t *dev, cudaEvent_t ev) {
 static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
   (void)device;
   cp_device_t *dev = ctx;
+  const cp_api_t *api = API();
   if (!cp_capture_none_lock()) return -1;
-  int prev = cp_device_enter(dev);
+  int token = cp_device_enter(dev);
   pthread_mutex_lock(&dev->lock);
   int n = atomic_load(&dev->live_nonblocking) + 1;
   cuda_fence_t *f = malloc(sizeof *f + (size_t)n * sizeof f->events[0]);
@@ -123,12 +111,12 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (!ok || !s->nonblocking || f->n == n - 1) continue;
     cudaEvent_t ev = take_event(dev);
-    ok = ev && cp_real.cudaEventRecord(ev, s->stream) == cudaSuccess;
+    ok = ev && api->event_record(ev, s->stream) == 0;
     if (ev) f->events[f->n++] = ev;
   }
   if (ok) {
     cudaEvent_t ev = take_event(dev);
-    ok = ev && cp_real.cudaEventRecord(ev, cudaStreamLegacy) == cudaSuccess;
+    ok = ev && api->event_record(ev, cudaStreamLegacy) == 0;
     if (ev) f->events[f->n++] = ev;
   }
   if (!ok && f) {
@@ -137,40 +125,33 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
     f = NULL;
   }
   pthread_mutex_unlock(&dev->lock);
-  cp_device_leave(prev);
+  cp_device_leave(token);
   cp_capture_unlock();
-  if (!f) {
-    cp_real.cudaGetLastError();
-    return -1;
-  }
+  if (!f) return -1;
   *out = f;
   return 0;
 }
 
+/* Events are queried and waited for in their device's context: the driver
+ * flavour needs one current, and the calling thread may have none. */
 static int cuda_fence_query(void *ctx, int device, cp_fence_t fence) {
-  (void)ctx, (void)device;
+  (void)device;
+  const cp_api_t *api = API();
   cuda_fence_t *f = fence;
-  for (int i = 0; i < f->n; i++) {
-    cudaError_t rc = cp_real.cudaEventQuery(f->events[i]);
-    if (rc != cudaSuccess) {
-      if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
-      return 0;
-    }
-  }
-  return 1;
+  int token = cp_device_enter(ctx), done = 1;
+  for (int i = 0; i < f->n && done; i++) done = api->event_query(f->events[i]);
+  cp_device_leave(token);
+  return done;
 }
 
 static int cuda_fence_wait(void *ctx, int device, cp_fence_t fence) {
-  (void)ctx, (void)device;
+  (void)device;
+  const cp_api_t *api = API();
   if (!cp_capture_none_lock()) return -1;
   cuda_fence_t *f = fence;
-  int rc = 0;
-  for (int i = 0; i < f->n && rc == 0; i++) {
-    if (cp_real.cudaEventSynchronize(f->events[i]) != cudaSuccess) {
-      cp_real.cudaGetLastError();
-      rc = -1;
-    }
-  }
+  int token = cp_device_enter(ctx), rc = 0;
+  for (int i = 0; i < f->n && rc == 0; i++) rc = api->event_sync(f->events[i]);
+  cp_device_leave(token);
   cp_capture_unlock();
   return rc;
 }

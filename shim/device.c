@@ -1,5 +1,6 @@
-/* device.c: the device table, pool creation, and the stream and capture
- * bookkeeping a safe barrier needs (see device.h). */
+/* device.c: the device table, pool creation, the choice of CUDA flavour,
+ * and the stream and capture bookkeeping a safe barrier needs (see
+ * device.h). Every CUDA call goes through cp_api(). */
 #include "device.h"
 
 #include <stdio.h>
@@ -48,15 +49,31 @@ cp_device_t *cp_current_device(void) {
   return cp_device(id);
 }
 
-int cp_device_enter(const cp_device_t *dev) {
-  int cur = -1;
-  if (cp_real.cudaGetDevice(&cur) != cudaSuccess) return -1;
-  if (cur == dev->id) return -1;
-  return cp_real.cudaSetDevice(dev->id) == cudaSuccess ? cur : -1;
+/* Picked once, at the first need (api.h says why either is right). */
+static _Atomic(const cp_api_t *) api_in_use;
+
+const cp_api_t *cp_api(void) {
+  const cp_api_t *api = atomic_load_explicit(&api_in_use, memory_order_acquire);
+  if (api) return api;
+  const cp_api_t *pick = cp_runtime_serving() ? &cp_api_runtime : cp_drv_ready() ? &cp_api_driver : NULL;
+  if (pick && !atomic_compare_exchange_strong(&api_in_use, &api, pick)) return api;
+  return pick;
 }
 
-void cp_device_leave(int previous) {
-  if (previous >= 0) cp_real.cudaSetDevice(previous);
+int cp_device_count(void) {
+  const cp_api_t *api = cp_api();
+  int n = 0;
+  return api && api->device_count(&n) == 0 ? n : 0;
+}
+
+int cp_device_enter(const cp_device_t *dev) {
+  const cp_api_t *api = cp_api();
+  return api ? api->enter(dev->id) : -1;
+}
+
+void cp_device_leave(int token) {
+  const cp_api_t *api = cp_api();
+  if (api && token >= 0) api->leave(token);
 }
 
 static void warn_percent_once(const char *what) {
@@ -75,11 +92,10 @@ static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *w
 }
 
 static cp_pool_t *create_pool(cp_device_t *dev) {
+  const cp_api_t *api = cp_api();
+  if (!api) return NULL;
   size_t free_bytes = 0, total = 0;
-  if (cp_real.cudaMemGetInfo && cp_real.cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
-    total = 0;
-    cp_real.cudaGetLastError(); /* the program did not make this call */
-  }
+  if (api->mem_get_info(&free_bytes, &total) != 0) total = 0;
   dev->total_memory = total;
   cp_config_t cfg;
   cp_config_default(&cfg);
@@ -147,43 +163,46 @@ void cp_device_reset(cp_device_t *dev) {
  * be issued: it waits on the last barrier's event instead, which covers
  * every block a barrier made ready. Called with dev->lock held, and the
  * capture lock when no_capture. */
-static void order_after_past_work(cp_device_t *dev, cudaStream_t stream, bool no_capture) {
-  if (!dev->barrier_event &&
-      cp_real.cudaEventCreateWithFlags(&dev->barrier_event, cudaEventDisableTiming) != cudaSuccess) {
+static void order_after_past_work(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
+                                  bool no_capture) {
+  if (!dev->barrier_event && api->event_create(&dev->barrier_event) != 0) {
     dev->barrier_event = NULL;
-    cp_real.cudaGetLastError();
     return;
   }
-  bool ok = !no_capture || cp_real.cudaEventRecord(dev->barrier_event, cudaStreamLegacy) == cudaSuccess;
-  if (!ok || cp_real.cudaStreamWaitEvent(stream, dev->barrier_event, 0) != cudaSuccess)
-    cp_real.cudaGetLastError();
+  if (!no_capture || api->event_record(dev->barrier_event, cudaStreamLegacy) == 0)
+    api->stream_wait(stream, dev->barrier_event);
 }
 
 void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking) {
-  cp_stream_entry_t *s = calloc(1, sizeof *s);
-  if (!s) return;
-  s->stream = stream;
-  s->nonblocking = nonblocking;
+  const cp_api_t *api = cp_api();
   bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
   pthread_mutex_lock(&dev->lock);
-  if (nonblocking && cp_real.cudaEventCreateWithFlags(&s->event, cudaEventDisableTiming) != cudaSuccess) {
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  if (!s && (s = calloc(1, sizeof *s))) {
+    s->stream = stream;
+    HASH_ADD_PTR(dev->streams, stream, s);
+    atomic_fetch_add(&dev->live_streams, 1);
+  } else if (s && s->nonblocking) {
+    atomic_fetch_sub(&dev->live_nonblocking, 1);
+  }
+  if (s) {
+    s->nonblocking = nonblocking;
     /* Without an event no barrier can reach this stream: same-thread reuse
      * is already off (a stream is live); barriers fall back to fences. */
-    s->event = NULL;
-    cp_real.cudaGetLastError();
-  }
-  HASH_ADD_PTR(dev->streams, stream, s);
-  atomic_fetch_add(&dev->live_streams, 1);
-  if (nonblocking) {
-    atomic_fetch_add(&dev->live_nonblocking, 1);
-    order_after_past_work(dev, stream, no_capture);
+    if (nonblocking && !s->event && (!api || api->event_create(&s->event) != 0)) s->event = NULL;
+    if (nonblocking) {
+      atomic_fetch_add(&dev->live_nonblocking, 1);
+      if (api) order_after_past_work(api, dev, stream, no_capture);
+    }
   }
   pthread_mutex_unlock(&dev->lock);
   if (no_capture) cp_capture_unlock();
 }
 
 /* Forget the stream on whichever device knows it; true if one did. */
-static bool stream_destroying_on(cp_device_t *dev, cudaStream_t stream, bool no_capture) {
+static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
+                                 bool no_capture) {
   pthread_mutex_lock(&dev->lock);
   cp_stream_entry_t *s;
   HASH_FIND_PTR(dev->streams, &stream, s);
@@ -191,9 +210,9 @@ static bool stream_destroying_on(cp_device_t *dev, cudaStream_t stream, bool no_
     HASH_DEL(dev->streams, s);
     atomic_fetch_sub(&dev->live_streams, 1);
     if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
-    if (s->event && no_capture && cp_real.cudaEventRecord(s->event, stream) == cudaSuccess)
-      cp_real.cudaStreamWaitEvent(cudaStreamLegacy, s->event, 0);
-    if (s->event) cp_real.cudaEventDestroy(s->event);
+    if (s->event && api && no_capture && api->event_record(s->event, stream) == 0)
+      api->stream_wait(cudaStreamLegacy, s->event);
+    if (s->event && api) api->event_destroy(s->event);
     free(s);
   }
   pthread_mutex_unlock(&dev->lock);
@@ -201,10 +220,11 @@ static bool stream_destroying_on(cp_device_t *dev, cudaStream_t stream, bool no_
 }
 
 void cp_stream_destroying(cudaStream_t stream) {
+  const cp_api_t *api = cp_api();
   bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     cp_device_t *dev = cp_device(i);
-    if (atomic_load(&dev->live_streams) && stream_destroying_on(dev, stream, no_capture)) break;
+    if (atomic_load(&dev->live_streams) && stream_destroying_on(api, dev, stream, no_capture)) break;
   }
   if (no_capture) cp_capture_unlock();
 }
@@ -220,38 +240,53 @@ static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
 static cp_capture_t *captures;         /* guarded by capture_lock */
 static atomic_int captures_active, strict_captures_active;
 
-cudaError_t cp_capture_begin(cp_begin_capture_fn *real, cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+void cp_capture_lock_write(void) { pthread_rwlock_wrlock(&capture_lock); }
+void cp_capture_unlock_write(void) { pthread_rwlock_unlock(&capture_lock); }
+
+/* Without memory for the record the capture goes unseen, as before the shim
+ * knew of captures at all: nothing better can be done there. */
+void cp_capture_started(cudaStream_t stream, bool strict) {
   cp_capture_t *c = calloc(1, sizeof *c);
-  pthread_rwlock_wrlock(&capture_lock);
-  cudaError_t rc = real(stream, mode);
-  if (rc == cudaSuccess && c) {
-    *c = (cp_capture_t){.stream = stream, .strict = mode != cudaStreamCaptureModeRelaxed, .next = captures};
-    captures = c;
-    atomic_fetch_add(&captures_active, 1);
-    if (c->strict) atomic_fetch_add(&strict_captures_active, 1);
-    c = NULL;
+  if (!c) return;
+  *c = (cp_capture_t){.stream = stream, .strict = strict, .next = captures};
+  captures = c;
+  atomic_fetch_add(&captures_active, 1);
+  if (strict) atomic_fetch_add(&strict_captures_active, 1);
+}
+
+void cp_capture_ended(cudaStream_t stream) {
+  for (cp_capture_t **link = &captures; *link; link = &(*link)->next) {
+    cp_capture_t *c = *link;
+    if (c->stream != stream) continue;
+    *link = c->next;
+    atomic_fetch_sub(&captures_active, 1);
+    if (c->strict) atomic_fetch_sub(&strict_captures_active, 1);
+    free(c);
+    return;
   }
-  pthread_rwlock_unlock(&capture_lock);
-  free(c);
+}
+
+void cp_capture_forget_stream(cudaStream_t stream) {
+  if (!atomic_load(&captures_active)) return;
+  cp_capture_lock_write();
+  cp_capture_ended(stream);
+  cp_capture_unlock_write();
+}
+
+cudaError_t cp_capture_begin(cp_begin_capture_fn *real, cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  cp_capture_lock_write();
+  cudaError_t rc = real(stream, mode);
+  if (rc == cudaSuccess) cp_capture_started(stream, mode != cudaStreamCaptureModeRelaxed);
+  cp_capture_unlock_write();
   return rc;
 }
 
 cudaError_t cp_capture_end(cp_end_capture_fn *real, cudaStream_t stream, cudaGraph_t *graph) {
-  pthread_rwlock_wrlock(&capture_lock);
+  cp_capture_lock_write();
   cudaError_t rc = real(stream, graph);
   /* Invalidated captures end too; other errors leave the capture running. */
-  if (rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated) {
-    for (cp_capture_t **link = &captures; *link; link = &(*link)->next) {
-      cp_capture_t *c = *link;
-      if (c->stream != stream) continue;
-      *link = c->next;
-      atomic_fetch_sub(&captures_active, 1);
-      if (c->strict) atomic_fetch_sub(&strict_captures_active, 1);
-      free(c);
-      break;
-    }
-  }
-  pthread_rwlock_unlock(&capture_lock);
+  if (rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated) cp_capture_ended(stream);
+  cp_capture_unlock_write();
   return rc;
 }
 
@@ -276,6 +311,22 @@ uint64_t cp_device_reuse_key(cp_device_t *dev) {
       atomic_load_explicit(&per_thread_stream_seen, memory_order_relaxed))
     return 0;
   return cp_thread_key();
+}
+
+void cp_device_adjust_meminfo(cp_pool_t *pool, size_t *free_bytes, size_t *total_bytes) {
+  cudapool_stats_t s;
+  cp_get_stats(pool, &s);
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  size_t cached = (size_t)s.cached_bytes.current;
+  size_t free_now = *free_bytes + cached; /* cached memory is free to the program */
+  if (cfg.limit != CP_NO_LIMIT) {
+    size_t allocated = (size_t)s.allocated_bytes.current;
+    size_t under_limit = cfg.limit > allocated ? cfg.limit - allocated : 0;
+    if (free_now > under_limit) free_now = under_limit;
+    if (*total_bytes > cfg.limit) *total_bytes = cfg.limit;
+  }
+  *free_bytes = free_now < *total_bytes ? free_now : *total_bytes;
 }
 
 int cp_device_stats_all(cudapool_stats_t *out, int cap) {

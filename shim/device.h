@@ -1,10 +1,12 @@
 /* device.h: what the shim knows about each device.
  *
  * Per device: its pool (created on the first allocation there), the live
- * streams the program created through the runtime (a barrier must reach
- * every non-blocking one), the captures in progress (no barrier, fence,
+ * streams the program created through the runtime or the driver (a barrier
+ * must reach every non-blocking one; a stream is known once, by handle,
+ * whichever layer reports it), the captures in progress (no barrier, fence,
  * sync or legacy-stream work may be issued while one is active), and the
- * events the CUDA backend records.
+ * events the CUDA backend records. CUDA is reached through cp_api() (api.h),
+ * the runtime or the driver flavour.
  *
  * Locking: `lock` guards streams, captures, events and pool creation. The
  * pool's own lock may be held when the backend takes `lock` (pool, then
@@ -19,6 +21,7 @@
 #include <stdbool.h>
 #include <uthash.h>
 
+#include "api.h"
 #include "pool.h"
 
 #define CP_MAX_DEVICES 64
@@ -45,8 +48,11 @@ typedef struct cp_device {
 
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
 cp_device_t *cp_device(int id);
-/* The device current on this thread, or NULL when none can be had. */
+/* The device current on this thread for the runtime, or NULL when none can
+ * be had (runtime wrappers only). */
 cp_device_t *cp_current_device(void);
+/* The number of devices, 0 when it cannot be had (the flavour in use). */
+int cp_device_count(void);
 /* Its pool, created on first use from the options; NULL if that failed. */
 cp_pool_t *cp_device_pool(cp_device_t *dev);
 /* The first device at or after index *next whose pool exists, or NULL;
@@ -54,7 +60,9 @@ cp_pool_t *cp_device_pool(cp_device_t *dev);
 cp_device_t *cp_next_device_with_pool(int *next);
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset). */
 void cp_device_reset(cp_device_t *dev);
-/* Stream and capture bookkeeping, called after the real call succeeded. */
+/* Stream and capture bookkeeping, called after the real call succeeded.
+ * Reporting a known handle again updates it (a stream one layer created and
+ * the other saw, or a handle reused after a destroy the shim missed). */
 void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking);
 /* Before the real cudaStreamDestroy: orders its pending work before later
  * legacy-stream work, so a barrier issued after it still covers that work. */
@@ -67,6 +75,14 @@ typedef __typeof__(cudaStreamBeginCapture) cp_begin_capture_fn;
 typedef __typeof__(cudaStreamEndCapture) cp_end_capture_fn;
 cudaError_t cp_capture_begin(cp_begin_capture_fn *real, cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t cp_capture_end(cp_end_capture_fn *real, cudaStream_t stream, cudaGraph_t *graph);
+/* The same for calls of other signatures (the driver's): take the capture
+ * lock for writing, make the real call, report what it did, unlock. */
+void cp_capture_lock_write(void);
+void cp_capture_started(cudaStream_t stream, bool strict); /* it succeeded */
+void cp_capture_ended(cudaStream_t stream);                /* it ended, invalidated or not */
+void cp_capture_unlock_write(void);
+/* The stream was destroyed: a capture it began has ended with it. */
+void cp_capture_forget_stream(cudaStream_t stream);
 /* Any capture in global or thread-local mode in progress: the program's
  * cudaMalloc/cudaFree must then behave exactly as natively. */
 bool cp_capture_strict_active(void);
@@ -83,13 +99,15 @@ uint64_t cp_device_reuse_key(cp_device_t *dev);
 void cp_note_per_thread_stream(void);
 /* The backend table that drives CUDA for this device (cuda_backend.c). */
 cp_backend_t cp_cuda_backend(cp_device_t *dev);
-/* Call the real cudaMalloc/cudaFree etc. on `dev`, switching the current
- * device for the call when needed. Returns the previous device or -1. */
+/* Make CUDA calls act on `dev` (cp_api()->enter): switches the current
+ * device (runtime) or pushes its primary context (driver) when needed.
+ * Returns a token for cp_device_leave, -1 when nothing changed. */
 int cp_device_enter(const cp_device_t *dev);
-void cp_device_leave(int previous);
+void cp_device_leave(int token);
+/* cudaMemGetInfo/cuMemGetInfo as the program should see them under the
+ * pool: cached bytes count as free, and a limit caps both. */
+void cp_device_adjust_meminfo(cp_pool_t *pool, size_t *free_bytes, size_t *total_bytes);
 /* Number of devices whose pool exists (for reports), and a snapshot. */
 int cp_device_stats_all(cudapool_stats_t *out, int cap);
-/* The CUDA error of this thread's last real cudaMalloc made for a pool. */
-cudaError_t cp_cuda_last_alloc_error(void);
 
 #endif

@@ -187,19 +187,7 @@ CP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   cp_device_t *dev = cp_current_device();
   cp_pool_t *pool = dev ? cp_device_pool(dev) : NULL;
   if (!pool) return rc;
-  cudapool_stats_t s;
-  cp_get_stats(pool, &s);
-  cp_config_t cfg;
-  cp_get_config(pool, &cfg);
-  size_t cached = (size_t)s.cached_bytes.current;
-  size_t free_now = *free_bytes + cached; /* cached memory is free to the program */
-  if (cfg.limit != CP_NO_LIMIT) {
-    size_t allocated = (size_t)s.allocated_bytes.current;
-    size_t under_limit = cfg.limit > allocated ? cfg.limit - allocated : 0;
-    if (free_now > under_limit) free_now = under_limit;
-    if (*total_bytes > cfg.limit) *total_bytes = cfg.limit;
-  }
-  *free_bytes = free_now < *total_bytes ? free_now : *total_bytes;
+  cp_device_adjust_meminfo(pool, free_bytes, total_bytes);
   return rc;
 }
 

@@ -70,7 +70,7 @@ static const cp_option_desc_t cp_option_table[] = {
      "write a trace of every allocation and free to this file, %p = pid; 0 = off"},
     {"CUDAPOOL_LAYER", CP_OPT_LAYER, offsetof(cp_options_t, layer), "both", "both",
      "runtime, driver or both",
-     "API to intercept: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both"},
+     "layer that serves allocations: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both; frees and bookkeeping stay at both"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])

@@ -1,13 +1,51 @@
-/* real.c: resolving the real CUDA runtime (see real.h). */
-#include "real.h"
-
+/* real.c: resolving the real CUDA runtime, the depth-counting thunks, and
+ * the runtime flavour of api.h (see real.h and api.h).
+ *
+ * raw.NAME is the runtime's own function; cp_real.NAME is thunk_NAME, which
+ * raises cp_inside around the call while the runtime layer serves. raw is
+ * written under `lock` only, and only until cudaMalloc has been found (then
+ * `final` is set and nothing is written again); thunks read it atomically. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
-cp_real_t cp_real;
-static bool all_needed_found;
-static pthread_once_t resolved = PTHREAD_ONCE_INIT;
+#include "api.h"
+#include "real.h"
+#include "shim.h"
+
+__thread __attribute__((tls_model("initial-exec"))) unsigned cp_inside;
+
+static cp_real_t raw;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool final;           /* cudaMalloc found: nothing changes any more */
+static atomic_bool all_needed_found;
+static atomic_bool serving;         /* cp_real_ready()'s last answer */
+
+/* A name not found (yet) is looked for again: the runtime may be loaded
+ * after the shim first looked (a Python process importing a framework). */
+#define CP_REAL_THUNK(name, needed, params, args)                        \
+  static cudaError_t thunk_##name params {                               \
+    __typeof__(name) *fn = __atomic_load_n(&raw.name, __ATOMIC_ACQUIRE); \
+    if (!fn) {                                                           \
+      cp_real_init();                                                    \
+      if (!(fn = __atomic_load_n(&raw.name, __ATOMIC_ACQUIRE))) return cudaErrorNotSupported; \
+    }                                                                    \
+    bool count = atomic_load_explicit(&serving, memory_order_relaxed);   \
+    if (count) cp_inside++;                                              \
+    cudaError_t rc = fn args;                                            \
+    if (count) cp_inside--;                                              \
+    return rc;                                                           \
+  }
+CP_REAL_FUNCS(CP_REAL_THUNK)
+#undef CP_REAL_THUNK
+
+cp_real_t cp_real = {
+#define CP_REAL_THUNK_PTR(name, needed, params, args) .name = thunk_##name,
+    CP_REAL_FUNCS(CP_REAL_THUNK_PTR)
+#undef CP_REAL_THUNK_PTR
+};
 
 /* A runtime loaded into a local scope (dlopen without RTLD_GLOBAL) is
  * invisible to RTLD_NEXT; look there by handle. */
@@ -27,21 +65,129 @@ static void *lookup(const char *name) {
 
 static void resolve(void) {
   bool ok = true;
-#define CP_REAL_RESOLVE(name, needed)                                                        \
-  cp_real.name = (__typeof__(name) *)lookup(#name);                                          \
-  if (!cp_real.name && (needed)) {                                                           \
-    fprintf(stderr, "cudapool: cannot find the CUDA runtime's " #name                        \
-                    "; passing every call through\n");                                       \
-    ok = false;                                                                              \
+  const char *missing = NULL;
+#define CP_REAL_RESOLVE(name, needed, params, args)                                     \
+  if (!raw.name) __atomic_store_n(&raw.name, (__typeof__(name) *)lookup(#name), __ATOMIC_RELEASE); \
+  if (!raw.name && (needed)) {                                                          \
+    ok = false;                                                                         \
+    if (!missing) missing = #name;                                                      \
   }
   CP_REAL_FUNCS(CP_REAL_RESOLVE)
 #undef CP_REAL_RESOLVE
-  all_needed_found = ok;
+  atomic_store(&all_needed_found, ok);
+  if (raw.cudaMalloc) {
+    atomic_store(&final, true);
+    if (!ok)
+      fprintf(stderr, "cudapool: cannot find the CUDA runtime's %s; passing every runtime call through\n",
+              missing);
+  }
 }
 
-void cp_real_init(void) { pthread_once(&resolved, resolve); }
+void cp_real_init(void) {
+  if (atomic_load_explicit(&final, memory_order_acquire)) return;
+  pthread_mutex_lock(&lock);
+  if (!atomic_load(&final)) resolve();
+  pthread_mutex_unlock(&lock);
+}
 
 bool cp_real_ready(void) {
   cp_real_init();
-  return all_needed_found;
+  bool on = atomic_load(&all_needed_found) && !cp_opts.disable && cp_opts.layer != CP_LAYER_DRIVER;
+  atomic_store_explicit(&serving, on, memory_order_relaxed);
+  return on;
 }
+
+bool cp_runtime_serving(void) { return atomic_load_explicit(&serving, memory_order_relaxed); }
+
+/* ---- the runtime flavour of api.h ------------------------------------------ */
+
+static __thread __attribute__((tls_model("initial-exec"))) cudaError_t last_alloc_error;
+
+cudaError_t cp_cuda_last_alloc_error(void) { return last_alloc_error; }
+void cp_set_last_alloc_error(cudaError_t err) { last_alloc_error = err; }
+
+/* The program did not make the failed call: take its error back out of
+ * cudaGetLastError(). */
+static int ok_or_clear(cudaError_t rc) {
+  if (rc == cudaSuccess) return 0;
+  cp_real.cudaGetLastError();
+  return -1;
+}
+
+static int rt_current_device(int *dev) { return ok_or_clear(cp_real.cudaGetDevice(dev)); }
+
+static int rt_device_count(int *count) {
+  return cp_real.cudaGetDeviceCount ? ok_or_clear(cp_real.cudaGetDeviceCount(count)) : -1;
+}
+
+static int rt_enter(int dev) {
+  int cur = -1;
+  if (cp_real.cudaGetDevice(&cur) != cudaSuccess) return -1;
+  if (cur == dev) return -1;
+  return cp_real.cudaSetDevice(dev) == cudaSuccess ? cur : -1;
+}
+
+static void rt_leave(int previous) {
+  if (previous >= 0) cp_real.cudaSetDevice(previous);
+}
+
+static int rt_mem_alloc(size_t size, uintptr_t *out) {
+  void *p = NULL;
+  cudaError_t rc = cp_real.cudaMalloc(&p, size);
+  last_alloc_error = rc;
+  if (rc != cudaSuccess) {
+    /* The pool may still succeed (after releasing cached segments): the
+     * program must not see this attempt's error then. The shim sets the
+     * final error itself when the allocation fails for good. */
+    cp_real.cudaGetLastError();
+    return rc == cudaErrorMemoryAllocation ? ENOMEM : EIO;
+  }
+  *out = (uintptr_t)p;
+  return 0;
+}
+
+static void rt_mem_free(uintptr_t addr) { ok_or_clear(cp_real.cudaFree((void *)addr)); }
+
+static int rt_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
+  return cp_real.cudaMemGetInfo ? ok_or_clear(cp_real.cudaMemGetInfo(free_bytes, total_bytes)) : -1;
+}
+
+static int rt_event_create(cudaEvent_t *ev) {
+  return ok_or_clear(cp_real.cudaEventCreateWithFlags(ev, cudaEventDisableTiming));
+}
+
+static void rt_event_destroy(cudaEvent_t ev) { ok_or_clear(cp_real.cudaEventDestroy(ev)); }
+
+static int rt_event_record(cudaEvent_t ev, cudaStream_t stream) {
+  return ok_or_clear(cp_real.cudaEventRecord(ev, stream));
+}
+
+static int rt_event_query(cudaEvent_t ev) {
+  cudaError_t rc = cp_real.cudaEventQuery(ev);
+  if (rc == cudaSuccess) return 1;
+  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
+  return 0;
+}
+
+static int rt_event_sync(cudaEvent_t ev) { return ok_or_clear(cp_real.cudaEventSynchronize(ev)); }
+
+static int rt_stream_wait(cudaStream_t stream, cudaEvent_t ev) {
+  return ok_or_clear(cp_real.cudaStreamWaitEvent(stream, ev, 0));
+}
+
+const cp_api_t cp_api_runtime = {
+    .name = "runtime",
+    .current_device = rt_current_device,
+    .device_count = rt_device_count,
+    .enter = rt_enter,
+    .leave = rt_leave,
+    .mem_alloc = rt_mem_alloc,
+    .mem_free = rt_mem_free,
+    .mem_get_info = rt_mem_get_info,
+    .event_create = rt_event_create,
+    .event_destroy = rt_event_destroy,
+    .event_record = rt_event_record,
+    .event_query = rt_event_query,
+    .event_sync = rt_event_sync,
+    .stream_wait = rt_stream_wait,
+};

@@ -1,13 +1,25 @@
 /* real.h: the CUDA runtime's own entry points, found on first use.
  *
  * One X-macro lists every real function the shim calls (libeatmydata's
- * shape: one typedef per function, one resolver). cp_real_init() looks each
- * one up with dlsym(RTLD_NEXT), falling back to the already-loaded
- * libcudart by handle; a name that cannot be found is reported once on
- * stderr and left NULL. cp_real_ready() says whether the ones the pool
- * needs were all found: if not, the shim passes every call through.
+ * shape: one typedef per function, one resolver), with its parameters so
+ * that real.c can give each a thunk. cp_real.NAME is that thunk, never NULL:
+ * it calls the runtime's NAME, and returns cudaErrorNotSupported while NAME
+ * cannot be found. The thunk counts the call in cp_inside (api.h) while the
+ * runtime layer serves, so that the driver layer below passes it straight
+ * through. cp_real_init() looks each name up with dlsym(RTLD_NEXT), falling
+ * back to an already-loaded libcudart by handle. A process without libcudart
+ * (a statically linked runtime) is looked at again when a thunk is called,
+ * since the runtime may be loaded after the first look (then the runtime
+ * wrappers forward and the driver layer serves); once cudaMalloc is found the
+ * result is final. A runtime found incomplete is reported once on stderr; an
+ * absent one silently (the driver layer may serve).
+ * cp_real_ready() says whether the runtime layer serves: every needed name
+ * found, and CUDAPOOL_LAYER not "driver" (options must be loaded: it is
+ * called by cp_shim_init()). If not, the runtime wrappers pass every call
+ * through, to the driver layer.
  *
- * Threads: cp_real_init() is idempotent and safe to race (pthread_once). */
+ * Threads: cp_real_init() is safe to race (a mutex; the fields are written
+ * only while no thunk can be called, before cudaMalloc is first found). */
 #ifndef CUDAPOOL_SHIM_REAL_H
 #define CUDAPOOL_SHIM_REAL_H
 
@@ -20,37 +32,38 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
 
-/* X(name, needed): needed = the pool cannot work without it. */
-#define CP_REAL_FUNCS(X)                    \
-  X(cudaMalloc, true)                       \
-  X(cudaFree, true)                         \
-  X(cudaGetDevice, true)                    \
-  X(cudaSetDevice, true)                    \
-  X(cudaGetDeviceCount, false)              \
-  X(cudaGetLastError, true)                 \
-  X(cudaEventCreateWithFlags, true)         \
-  X(cudaEventRecord, true)                  \
-  X(cudaEventQuery, true)                   \
-  X(cudaEventSynchronize, true)             \
-  X(cudaEventDestroy, true)                 \
-  X(cudaStreamWaitEvent, true)              \
-  X(cudaStreamSynchronize, false)           \
-  X(cudaStreamSynchronize_ptsz, false)      \
-  X(cudaDeviceSynchronize, false)           \
-  X(cudaStreamCreate, false)                \
-  X(cudaStreamCreateWithFlags, false)       \
-  X(cudaStreamCreateWithPriority, false)    \
-  X(cudaStreamDestroy, false)               \
-  X(cudaStreamGetFlags, false)              \
-  X(cudaMemGetInfo, false)                  \
-  X(cudaDeviceReset, false)                 \
-  X(cudaStreamBeginCapture, false)          \
-  X(cudaStreamBeginCapture_ptsz, false)     \
-  X(cudaStreamEndCapture, false)            \
-  X(cudaStreamEndCapture_ptsz, false)
+/* X(name, needed, (parameters), (arguments)): needed = the pool cannot work
+ * without it. Every one returns cudaError_t. */
+#define CP_REAL_FUNCS(X)                                                                          \
+  X(cudaMalloc, true, (void **p, size_t n), (p, n))                                               \
+  X(cudaFree, true, (void *p), (p))                                                               \
+  X(cudaGetDevice, true, (int *d), (d))                                                           \
+  X(cudaSetDevice, true, (int d), (d))                                                            \
+  X(cudaGetDeviceCount, false, (int *n), (n))                                                     \
+  X(cudaGetLastError, true, (void), ())                                                           \
+  X(cudaEventCreateWithFlags, true, (cudaEvent_t * e, unsigned int f), (e, f))                    \
+  X(cudaEventRecord, true, (cudaEvent_t e, cudaStream_t s), (e, s))                               \
+  X(cudaEventQuery, true, (cudaEvent_t e), (e))                                                   \
+  X(cudaEventSynchronize, true, (cudaEvent_t e), (e))                                             \
+  X(cudaEventDestroy, true, (cudaEvent_t e), (e))                                                 \
+  X(cudaStreamWaitEvent, true, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))        \
+  X(cudaStreamSynchronize, false, (cudaStream_t s), (s))                                          \
+  X(cudaStreamSynchronize_ptsz, false, (cudaStream_t s), (s))                                     \
+  X(cudaDeviceSynchronize, false, (void), ())                                                     \
+  X(cudaStreamCreate, false, (cudaStream_t * s), (s))                                             \
+  X(cudaStreamCreateWithFlags, false, (cudaStream_t * s, unsigned int f), (s, f))                 \
+  X(cudaStreamCreateWithPriority, false, (cudaStream_t * s, unsigned int f, int p), (s, f, p))    \
+  X(cudaStreamDestroy, false, (cudaStream_t s), (s))                                              \
+  X(cudaStreamGetFlags, false, (cudaStream_t s, unsigned int *f), (s, f))                         \
+  X(cudaMemGetInfo, false, (size_t * f, size_t *t), (f, t))                                       \
+  X(cudaDeviceReset, false, (void), ())                                                           \
+  X(cudaStreamBeginCapture, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))        \
+  X(cudaStreamBeginCapture_ptsz, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))   \
+  X(cudaStreamEndCapture, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                       \
+  X(cudaStreamEndCapture_ptsz, false, (cudaStream_t s, cudaGraph_t * g), (s, g))
 
 typedef struct cp_real {
-#define CP_REAL_FIELD(name, needed) __typeof__(name) *name;
+#define CP_REAL_FIELD(name, needed, params, args) __typeof__(name) *name;
   CP_REAL_FUNCS(CP_REAL_FIELD)
 #undef CP_REAL_FIELD
 } cp_real_t;

@@ -13,8 +13,9 @@
 
 extern cp_options_t cp_opts;
 
-/* Load options and resolve the runtime, once. Returns whether calls go
- * through the pool (false: CUDAPOOL_DISABLE, or the runtime is missing). */
+/* Load options and resolve the runtime, once. Returns whether runtime-level
+ * calls go through the pool (false: CUDAPOOL_DISABLE, the runtime is
+ * missing, or CUDAPOOL_LAYER=driver, where the driver layer serves them). */
 bool cp_shim_init(void);
 
 /* A non-zero number unique to the calling thread. */

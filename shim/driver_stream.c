@@ -1,0 +1,230 @@
+/* driver_stream.c: the driver's stream, capture, synchronisation and
+ * primary-context entry points, wrapped for the bookkeeping a safe barrier
+ * needs (device.h): cuStreamCreate(WithPriority), cuStreamDestroy_v2, the
+ * capture begin/end calls, cuStreamSynchronize(_ptsz), cuCtxSynchronize(_v2),
+ * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants).
+ *
+ * Each one makes the real call with the program's arguments and returns its
+ * result unchanged; around it the shim records what the call did, exactly as
+ * interpose.c does for the runtime's twins. At depth > 0 (api.h) the runtime
+ * layer is making the call and keeps the books itself: the wrappers pass it
+ * through, except where the driver's state itself changed under the shim (a
+ * context reset or released, a stream destroyed while capturing), which is
+ * recorded whoever asked. Only the primary context's streams and
+ * synchronisations count: the pool holds only its memory.
+ *
+ * Threads: begin/end hold the capture lock for writing across the real call
+ * (device.c), so that no barrier is being issued while a capture starts. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "driver.h"
+#include "shim.h"
+#include "trace.h"
+
+static bool keeping_books(void) { return cp_inside == 0 && cp_drv_hooking(); }
+
+/* ---- synchronisations ---------------------------------------------------------- */
+
+/* mark before, report after: see cp_sync_mark. A legacy-stream sync covers
+ * the whole device only while no non-blocking stream is live. */
+static CUresult sync_stream(CUresult (*real)(CUstream), CUstream stream, bool per_thread_api) {
+  if (!keeping_books()) return real(stream);
+  if (stream == CU_STREAM_PER_THREAD || (per_thread_api && !stream)) cp_note_per_thread_stream();
+  bool legacy = !per_thread_api && (!stream || stream == CU_STREAM_LEGACY);
+  cp_device_t *dev = cp_drv_current_primary();
+  cp_pool_t *pool = dev ? atomic_load(&dev->pool) : NULL;
+  uint64_t mark = pool ? cp_sync_mark(pool) : 0;
+  CUresult rc = real(stream);
+  if (cp_trace_enabled()) cp_trace_sync_stream((uint64_t)(uintptr_t)stream);
+  if (rc == CUDA_SUCCESS && pool && legacy && atomic_load(&dev->live_nonblocking) == 0)
+    cp_sync_device(pool, mark);
+  return rc;
+}
+
+CUresult cp_w_cuStreamSynchronize(CUstream hStream) {
+  CP_DRV_REAL(cuStreamSynchronize);
+  if (!cp_drv.cuStreamSynchronize) return CUDA_ERROR_NOT_INITIALIZED;
+  return sync_stream(cp_drv.cuStreamSynchronize, hStream, false);
+}
+
+CUresult cp_w_cuStreamSynchronize_ptsz(CUstream hStream) {
+  CP_DRV_REAL(cuStreamSynchronize_ptsz);
+  if (!cp_drv.cuStreamSynchronize_ptsz) return CUDA_ERROR_NOT_INITIALIZED;
+  return sync_stream(cp_drv.cuStreamSynchronize_ptsz, hStream, true);
+}
+
+/* The device whose primary context is ctx (NULL: the current context). */
+static cp_device_t *device_of_context(CUcontext ctx) {
+  if (!ctx) return cp_drv_current_primary();
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
+    if (cp_drv_primary(dev->id) == ctx) return dev;
+  return NULL;
+}
+
+static CUresult sync_context(CUcontext ctx, bool v2) {
+  cp_device_t *dev = keeping_books() ? device_of_context(ctx) : NULL;
+  cp_pool_t *pool = dev ? atomic_load(&dev->pool) : NULL;
+  uint64_t mark = pool ? cp_sync_mark(pool) : 0;
+  CUresult rc = v2 ? cp_drv.cuCtxSynchronize_v2(ctx) : cp_drv.cuCtxSynchronize();
+  if (dev && cp_trace_enabled()) cp_trace_sync_device();
+  if (rc == CUDA_SUCCESS && pool) cp_sync_device(pool, mark);
+  return rc;
+}
+
+CUresult cp_w_cuCtxSynchronize(void) {
+  CP_DRV_REAL(cuCtxSynchronize);
+  if (!cp_drv.cuCtxSynchronize) return CUDA_ERROR_NOT_INITIALIZED;
+  return sync_context(NULL, false);
+}
+
+CUresult cp_w_cuCtxSynchronize_v2(CUcontext ctx) {
+  CP_DRV_REAL(cuCtxSynchronize_v2);
+  if (!cp_drv.cuCtxSynchronize_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  return sync_context(ctx, true);
+}
+
+/* ---- streams ------------------------------------------------------------------- */
+
+static void stream_created(CUresult rc, CUstream *stream, unsigned flags) {
+  if (rc != CUDA_SUCCESS || !stream || !keeping_books()) return;
+  cp_device_t *dev = cp_drv_current_primary();
+  if (dev) cp_device_stream_created(dev, *stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
+}
+
+CUresult cp_w_cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  CP_DRV_REAL(cuStreamCreate);
+  if (!cp_drv.cuStreamCreate) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult rc = cp_drv.cuStreamCreate(phStream, Flags);
+  stream_created(rc, phStream, Flags);
+  return rc;
+}
+
+CUresult cp_w_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
+  CP_DRV_REAL(cuStreamCreateWithPriority);
+  if (!cp_drv.cuStreamCreateWithPriority) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult rc = cp_drv.cuStreamCreateWithPriority(phStream, flags, priority);
+  stream_created(rc, phStream, flags);
+  return rc;
+}
+
+CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
+  CP_DRV_REAL(cuStreamDestroy_v2);
+  if (!cp_drv.cuStreamDestroy_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  bool special = !hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD;
+  if (!special && keeping_books()) cp_stream_destroying(hStream);
+  CUresult rc = cp_drv.cuStreamDestroy_v2(hStream);
+  /* A capture dies with the stream that began it, whoever destroyed it. */
+  if (rc == CUDA_SUCCESS && !special && cp_drv_hooking()) cp_capture_forget_stream(hStream);
+  return rc;
+}
+
+/* ---- captures ------------------------------------------------------------------ */
+
+/* Begin: the real call under the capture lock; on success the capture is
+ * recorded (strict unless relaxed; the legacy v1 calls have no mode and
+ * count as strict, the safe side). */
+#define CP_BEGIN(name, per_thread, mode_expr, params, args)                  \
+  CUresult cp_w_##name params {                                              \
+    CP_DRV_REAL(name);                                                       \
+    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                     \
+    if (!keeping_books()) return cp_drv.name args;                           \
+    if (per_thread) cp_note_per_thread_stream();                             \
+    cp_capture_lock_write();                                                 \
+    CUresult rc = cp_drv.name args;                                          \
+    if (rc == CUDA_SUCCESS) cp_capture_started(hStream, (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED); \
+    cp_capture_unlock_write();                                               \
+    return rc;                                                               \
+  }
+
+CP_BEGIN(cuStreamBeginCapture, false, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
+CP_BEGIN(cuStreamBeginCapture_ptsz, true, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
+CP_BEGIN(cuStreamBeginCapture_v2, false, mode, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
+CP_BEGIN(cuStreamBeginCapture_v2_ptsz, true, mode, (CUstream hStream, CUstreamCaptureMode mode),
+         (hStream, mode))
+CP_BEGIN(cuStreamBeginCaptureToGraph, false, mode,
+         (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+          const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
+         (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+CP_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true, mode,
+         (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+          const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
+         (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+#undef CP_BEGIN
+
+/* End: invalidated captures end too; other errors leave it running. */
+#define CP_END(name)                                                         \
+  CUresult cp_w_##name(CUstream hStream, CUgraph *phGraph) {                 \
+    CP_DRV_REAL(name);                                                       \
+    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                     \
+    if (!keeping_books()) return cp_drv.name(hStream, phGraph);              \
+    cp_capture_lock_write();                                                 \
+    CUresult rc = cp_drv.name(hStream, phGraph);                             \
+    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) cp_capture_ended(hStream); \
+    cp_capture_unlock_write();                                               \
+    return rc;                                                               \
+  }
+
+CP_END(cuStreamEndCapture)
+CP_END(cuStreamEndCapture_ptsz)
+#undef CP_END
+
+/* ---- primary contexts ------------------------------------------------------------ */
+
+/* The context and all its memory are gone: the pool is dropped, not freed. */
+static void context_gone(CUdevice dev) {
+  cp_drv_forget_primary(dev);
+  cp_device_t *d = cp_drv_hooking() ? cp_device(dev) : NULL;
+  if (d) cp_device_reset(d);
+}
+
+/* The runtime asks for the first variants (CUDA 7.0) of reset and release,
+ * libraries for the second (11.0): both are served alike. */
+#define CP_RESET(name)                                                        \
+  CUresult cp_w_##name(CUdevice dev) {                                        \
+    CP_DRV_REAL(name);                                                        \
+    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                      \
+    CUresult rc = cp_drv.name(dev);                                           \
+    if (rc == CUDA_SUCCESS) context_gone(dev);                                \
+    return rc;                                                                \
+  }
+
+/* The last release destroys the primary context. */
+#define CP_RELEASE(name)                                                      \
+  CUresult cp_w_##name(CUdevice dev) {                                        \
+    CP_DRV_REAL(name);                                                        \
+    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                      \
+    CUresult rc = cp_drv.name(dev);                                           \
+    unsigned flags = 0;                                                       \
+    int active = 1;                                                           \
+    if (rc == CUDA_SUCCESS && cp_drv.cuDevicePrimaryCtxGetState &&            \
+        cp_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active) \
+      context_gone(dev);                                                      \
+    return rc;                                                                \
+  }
+
+CP_RESET(cuDevicePrimaryCtxReset)
+CP_RESET(cuDevicePrimaryCtxReset_v2)
+CP_RELEASE(cuDevicePrimaryCtxRelease)
+CP_RELEASE(cuDevicePrimaryCtxRelease_v2)
+#undef CP_RESET
+#undef CP_RELEASE
+
+CP_DRV_EXPORT(cuStreamSynchronize)
+CP_DRV_EXPORT(cuStreamSynchronize_ptsz)
+CP_DRV_EXPORT(cuCtxSynchronize)
+CP_DRV_EXPORT(cuCtxSynchronize_v2)
+CP_DRV_EXPORT(cuStreamCreate)
+CP_DRV_EXPORT(cuStreamCreateWithPriority)
+CP_DRV_EXPORT(cuStreamDestroy_v2)
+CP_DRV_EXPORT(cuStreamBeginCapture)
+CP_DRV_EXPORT(cuStreamBeginCapture_ptsz)
+CP_DRV_EXPORT(cuStreamBeginCapture_v2)
+CP_DRV_EXPORT(cuStreamBeginCapture_v2_ptsz)
+CP_DRV_EXPORT(cuStreamBeginCaptureToGraph)
+CP_DRV_EXPORT(cuStreamBeginCaptureToGraph_ptsz)
+CP_DRV_EXPORT(cuStreamEndCapture)
+CP_DRV_EXPORT(cuStreamEndCapture_ptsz)
+CP_DRV_EXPORT(cuDevicePrimaryCtxReset)
+CP_DRV_EXPORT(cuDevicePrimaryCtxReset_v2)
+CP_DRV_EXPORT(cuDevicePrimaryCtxRelease)
+CP_DRV_EXPORT(cuDevicePrimaryCtxRelease_v2)
