@@ -202,21 +202,36 @@ Test(reuse, keyed_free_coalesces_with_what_its_key_may_use) {
   fx_open(1 * GiB);
   F.sim.barrier_enabled = false;
   F.sim.fence_enabled = false;
-  uintptr_t a = fx_alloc_on(256 * KiB, 0, 7), b = fx_alloc_on(256 * KiB, 0, 7),
-            c = fx_alloc_on(256 * KiB, 0, 7), d = fx_alloc_on(256 * KiB, 0, 7);
+  /* 2 MiB blocks: the large pool, from one 20 MiB segment */
+  uintptr_t a = fx_alloc_on(2 * MiB, 0, 7), b = fx_alloc_on(2 * MiB, 0, 7),
+            c = fx_alloc_on(2 * MiB, 0, 7), d = fx_alloc_on(2 * MiB, 0, 7);
   fx_free_idle(c); /* ready */
-  fx_free(b, 7);   /* absorbs ready c: one pending 512 KiB block for key 7 */
+  fx_free(b, 7);   /* absorbs ready c: one pending 4 MiB block for key 7 */
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.blocks, 4));
-  cr_assert(eq(i64, s.pending_bytes.current, 512 * KiB));
-  cr_assert(eq(u64, s.largest_free_block, 1 * MiB), "only the segment's untouched rest is ready");
+  cr_assert(eq(i64, s.pending_bytes.current, 4 * MiB));
+  cr_assert(eq(u64, s.largest_free_block, 12 * MiB), "only the segment's untouched rest is ready");
   fx_free(a, 7); /* absorbs its own pending neighbour */
   cr_assert(eq(u64, fx_stats().blocks, 3));
-  cr_assert(eq(u64, fx_alloc_on(768 * KiB, 0, 7), a), "the merged block beats the 1 MiB rest");
+  cr_assert(eq(u64, fx_alloc_on(6 * MiB, 0, 7), a), "the merged block beats the 12 MiB rest");
   fx_free(d, 8); /* another key absorbs the ready rest, not key 7's memory */
   cr_assert(eq(u64, fx_stats().blocks, 2));
-  cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)(1280 * KiB)));
-  cr_assert(ne(u64, fx_alloc_on(256 * KiB, 0, 7), d), "key 7 may not use key 8's pending memory");
+  cr_assert(eq(i64, fx_stats().pending_bytes.current, 14 * MiB));
+  cr_assert(ne(u64, fx_alloc_on(2 * MiB, 0, 7), d), "key 7 may not use key 8's pending memory");
+  fx_close();
+}
+
+Test(reuse, small_pool_keyed_free_leaves_ready_neighbours_alone) {
+  fx_open(1 * GiB);
+  uintptr_t a = fx_alloc_on(4096, 0, 7), b = fx_alloc_on(4096, 0, 7);
+  fx_free(b, 7); /* next to the ready rest of the 2 MiB segment: no merge */
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.blocks, 3));
+  cr_assert(eq(i64, s.pending_bytes.current, 4096));
+  fx_free(a, 7); /* but its own pending neighbour merges */
+  cr_assert(eq(u64, fx_stats().blocks, 2));
+  cr_assert(eq(u64, fx_alloc_on(4096, 0, 7), a), "a same-key exact fit, no split");
+  cr_assert(eq(u64, fx_stats().num_barriers, 0));
   fx_close();
 }
 
