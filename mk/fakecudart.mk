@@ -29,7 +29,7 @@ PROGS_BINS := $(PROGS_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
 PROGS_LINK := -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -ldl
 PROG_CFLAGS_ptds := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 
-$(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) shim/cudapool.h $(FAKECUDART_LINK)
+$(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) tests/pool_probe.h shim/cudapool.h $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakecudart $< -o $@ \
 	  $(PROGS_LINK) $(LDFLAGS_BASE)

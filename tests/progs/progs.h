@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "cudapool.h"
+#include "../pool_probe.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -39,15 +40,6 @@ static inline long fake_live(int dev) {
   return f ? (long)f(dev) : -1;
 }
 
-/* cudapool_stats' result, or -1 when no cudapool is loaded. */
-static inline int pool_stats(int dev, cudapool_stats_t *out) {
-  int (*f)(int, cudapool_stats_t *) =
-      (int (*)(int, cudapool_stats_t *))prog_sym("cudapool_stats");
-  if (!f) return -1;
-  out->size = sizeof *out;
-  out->version = CUDAPOOL_STATS_VERSION;
-  return f(dev, out);
-}
 
 static inline void print_pool(int dev) {
   cudapool_stats_t s;
