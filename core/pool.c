@@ -128,8 +128,6 @@ static void teardown(cp_pool_t *pool, bool give_back) {
 void cp_pool_destroy(cp_pool_t *pool) { teardown(pool, true); }
 void cp_pool_drop(cp_pool_t *pool) { teardown(pool, false); }
 
-int cp_pool_device(const cp_pool_t *pool) { return pool->device; }
-
 cp_block_t *cp_block_new(cp_pool_t *pool) {
   cp_block_t *b = pool->spare;
   if (b) {
@@ -439,14 +437,6 @@ void cp_set_limit(cp_pool_t *pool, size_t limit) {
     if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
     cp_release_free_segments(pool, 0);
   }
-  pthread_mutex_unlock(&pool->lock);
-}
-
-void cp_set_max_cached(cp_pool_t *pool, size_t max_cached) {
-  pthread_mutex_lock(&pool->lock);
-  pool->cfg.max_cached = max_cached;
-  cp_stats_refresh_derived(pool);
-  trim_to_max_cached(pool);
   pthread_mutex_unlock(&pool->lock);
 }
 

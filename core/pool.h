@@ -105,13 +105,11 @@ size_t cp_empty_cache(cp_pool_t *pool);
 size_t cp_trim(cp_pool_t *pool, size_t target_cached);
 /* Change the limit (CP_NO_LIMIT = none); trims free segments to fit. */
 void cp_set_limit(cp_pool_t *pool, size_t limit);
-void cp_set_max_cached(cp_pool_t *pool, size_t max_cached);
 void cp_get_config(cp_pool_t *pool, cp_config_t *out);
 
 /* Fill *out (size/version/device are set here). */
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);
 void cp_reset_peak(cp_pool_t *pool);
-int cp_pool_device(const cp_pool_t *pool);
 
 /* Check every invariant (segments tiled by blocks, no adjacent ready blocks,
  * indexes and stats consistent). 0 when all hold, else writes what broke. */

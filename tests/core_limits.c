@@ -110,6 +110,17 @@ Test(limits, max_cached_releases_oldest_free_segments) {
   fx_close();
 }
 
+Test(limits, trim_releases_oldest_free_segments_down_to_a_target) {
+  fx_open(1 * GiB);
+  uintptr_t a = fx_alloc(BIG), b = fx_alloc(BIG), c = fx_alloc(BIG);
+  fx_free_idle(a);
+  fx_free_idle(b);
+  cr_assert(eq(sz, cp_trim(F.pool, BIG), BIG), "one segment over the target: the oldest goes");
+  cr_assert(eq(u64, fx_alloc(BIG), b));
+  fx_free_idle(c);
+  fx_close();
+}
+
 Test(limits, empty_cache_releases_whole_free_segments_only) {
   fx_open(1 * GiB);
   uintptr_t a = fx_alloc(BIG), b = fx_alloc(512), c = fx_alloc(BIG);
