@@ -33,13 +33,18 @@ export CUDAPOOL_TEST_BUILD := $(abspath $(BUILD))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
+# Every Criterion test binary links this: it scopes LeakSanitizer's one
+# suppression (a leak inside libcriterion's runner) to the runner process.
+LSAN_SCOPE     := tests/lsan_scope.c
+CRITERION_LINK := $(LSAN_SCOPE) -lcriterion
+
 # Filled by the fragments.
 ALL_TARGETS :=
 TEST_BINS :=
 TSAN_TEST_BINS :=
 BENCH_CMDS :=
 
-.PHONY: all test test-sanitize test-tsan bench demo install clean deps
+.PHONY: all test test-sanitize test-tsan lsan-selftest bench demo install clean deps
 all: build-all
 
 include mk/core.mk
@@ -63,8 +68,19 @@ test: build-all $(TEST_BINS)
 
 # Sanitizer builds live in their own folders so they never mix with build/.
 test-sanitize:
-	$(MAKE) BUILD=build/asan SAN=address,undefined test
+	$(MAKE) BUILD=build/asan SAN=address,undefined test lsan-selftest
 	$(MAKE) BUILD=build/tsan SAN=thread test-tsan
+
+# A planted leak must fail scripts/run-tests under ASan (see tests/lsan_scope.c).
+LSAN_SELFTEST_BIN := $(BUILD)/tests/planted_leak
+$(LSAN_SELFTEST_BIN): tests/selftest/planted_leak.c $(LSAN_SCOPE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $< -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
+lsan-selftest: $(LSAN_SELFTEST_BIN)
+	@if scripts/run-tests $(LSAN_SELFTEST_BIN) >$(BUILD)/lsan-selftest.log 2>&1; then \
+	  echo "lsan-selftest: a planted leak passed scripts/run-tests" >&2; exit 1; fi
+	@grep -q 'planted_leak (LeakSanitizer report)' $(BUILD)/lsan-selftest.log
+	@echo "lsan-selftest: a planted leak fails the run, as it must"
 
 test-tsan: build-all $(TSAN_TEST_BINS)
 	scripts/run-tests $(TSAN_TEST_BINS)

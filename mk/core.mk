@@ -14,9 +14,9 @@ $(CORE_LIB): $(CORE_OBJS)
 # Core unit tests: one Criterion binary from tests/core_*.c.
 CORE_TEST_SRCS := $(filter-out tests/core_threads_tsan.c,$(wildcard tests/core_*.c))
 CORE_TEST_BIN  := $(BUILD)/tests/core_tests
-$(CORE_TEST_BIN): $(CORE_TEST_SRCS) $(wildcard tests/*.h) $(CORE_LIB)
+$(CORE_TEST_BIN): $(CORE_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/*.h) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Icore $(CORE_TEST_SRCS) $(CORE_LIB) -o $@ -lcriterion $(LDFLAGS_BASE)
+	$(CC) $(CFLAGS_BASE) -Icore $(CORE_TEST_SRCS) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
 
 # The threaded churn again as a plain program: Criterion cannot start under
 # ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.

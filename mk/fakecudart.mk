@@ -57,13 +57,13 @@ SHIM_IT_MT_BIN  := $(BUILD)/tests/shim_it_mt_tests
 SHIM_IT_CFLAGS  := $(filter-out -fsanitize=thread,$(CFLAGS_BASE))
 SHIM_IT_LDFLAGS := $(filter-out -fsanitize=thread,$(LDFLAGS_BASE))
 
-$(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) tests/it_run.h shim/cudapool.h
+$(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h shim/cudapool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ -lcriterion $(SHIM_IT_LDFLAGS)
+	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
 
-$(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) tests/it_run.h shim/cudapool.h
+$(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h shim/cudapool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ -lcriterion \
+	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) \
 	  $(SHIM_IT_LDFLAGS)
 
 ALL_TARGETS += $(FAKECUDART_LIB) $(FAKECUDART_LINK) $(PROGS_BINS)

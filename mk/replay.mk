@@ -21,11 +21,11 @@ $(REPLAY_BIN): $(REPLAY_OBJS) $(REPLAY_SHIM_OBJS) $(CORE_LIB)
 # recorder round trip, the plot script).
 REPLAY_TEST_SRCS := $(wildcard tests/replay_*.c)
 REPLAY_TEST_BIN  := $(BUILD)/tests/replay_tests
-$(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(wildcard tests/*.h) $(REPLAY_LIB_OBJS) $(REPLAY_SHIM_OBJS) \
+$(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/*.h) $(REPLAY_LIB_OBJS) $(REPLAY_SHIM_OBJS) \
                     $(TRACE_OBJ) $(CORE_LIB) $(REPLAY_BIN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(REPLAY_TEST_SRCS) $(REPLAY_LIB_OBJS) \
-	  $(REPLAY_SHIM_OBJS) $(TRACE_OBJ) $(CORE_LIB) -o $@ -lcriterion -lz $(LDFLAGS_BASE)
+	  $(REPLAY_SHIM_OBJS) $(TRACE_OBJ) $(CORE_LIB) -o $@ $(CRITERION_LINK) -lz $(LDFLAGS_BASE)
 
 TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
 $(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h

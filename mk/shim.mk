@@ -19,10 +19,10 @@ $(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o,$(SHIM_OBJS))
 SHIM_UNIT_SRCS := $(wildcard tests/shim_unit_*.c)
 SHIM_UNIT_BIN  := $(BUILD)/tests/shim_unit_tests
-$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/*.h)
+$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) $(CORE_LIB) \
-	  -o $@ -lcriterion $(LDFLAGS_BASE)
+	  -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(SHIM_LIB)
 ifneq ($(SHIM_UNIT_SRCS),)
