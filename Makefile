@@ -24,6 +24,8 @@ CFLAGS_BASE  += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=
 LDFLAGS_BASE += -fsanitize=$(SAN)
 endif
 CUDA_INC := -isystem $(CUDA_HOME)/include
+# The public header, for the core, the shim, the tools and the tests.
+CFLAGS_BASE += -Iinclude
 
 # A preloaded library built with sanitizers needs their runtimes preloaded
 # first; tests that preload libcudapool.so read this from the environment.
@@ -96,7 +98,7 @@ clean:
 install: build-all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/libcudapool.so $(DESTDIR)$(PREFIX)/lib/libcudapool.so
-	install -m 644 shim/cudapool.h $(DESTDIR)$(PREFIX)/include/cudapool.h
+	install -m 644 include/cudapool.h $(DESTDIR)$(PREFIX)/include/cudapool.h
 	install -m 755 scripts/cudapool $(DESTDIR)$(PREFIX)/bin/cudapool
 	if [ -f $(BUILD)/cudapool-replay ]; then install -m 755 $(BUILD)/cudapool-replay $(DESTDIR)$(PREFIX)/bin/; fi
 	if [ -f scripts/cudapool-plot ]; then install -m 755 scripts/cudapool-plot $(DESTDIR)$(PREFIX)/bin/; fi

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../shim/cudapool.h"
+#include "cudapool.h"
 #include "backend.h"
 
 typedef struct cp_pool cp_pool_t;

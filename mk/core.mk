@@ -3,7 +3,7 @@ CORE_SRCS := $(wildcard core/*.c)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
 CORE_LIB  := $(BUILD)/libcpcore.a
 
-$(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) shim/cudapool.h | $(DEPS_STAMP)
+$(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -c $< -o $@
 

@@ -64,7 +64,7 @@ DRV_LINK_drv_linked := -L$(FAKECU_DIR) -lcuda
 DRV_LINK_drv_mixed  := -L$(FAKECU_DIR)/rt -lcudart -Wl,-rpath,$(abspath $(FAKECU_DIR)/rt)
 DRV_LINK_drv_next   := -rdynamic
 
-$(BUILD)/progs/drv_%: tests/drvprogs/drv_%.c $(wildcard tests/drvprogs/*.h) tests/pool_probe.h shim/cudapool.h \
+$(BUILD)/progs/drv_%: tests/drvprogs/drv_%.c $(wildcard tests/drvprogs/*.h) tests/pool_probe.h include/cudapool.h \
                       tests/fakecuda/fakecu.h $(FAKECU_LINK) $(THINRT_LINK) $(DRVNEXT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Ishim -Itests/fakecuda $< -o $@ $(DRV_LINK_drv_$*) \

@@ -29,7 +29,7 @@ PROGS_BINS := $(PROGS_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
 PROGS_LINK := -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -ldl
 PROG_CFLAGS_ptds := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 
-$(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) tests/pool_probe.h shim/cudapool.h $(FAKECUDART_LINK)
+$(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) tests/pool_probe.h include/cudapool.h $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakecudart $< -o $@ \
 	  $(PROGS_LINK) $(LDFLAGS_BASE)
@@ -57,11 +57,11 @@ SHIM_IT_MT_BIN  := $(BUILD)/tests/shim_it_mt_tests
 SHIM_IT_CFLAGS  := $(filter-out -fsanitize=thread,$(CFLAGS_BASE))
 SHIM_IT_LDFLAGS := $(filter-out -fsanitize=thread,$(LDFLAGS_BASE))
 
-$(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h shim/cudapool.h
+$(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h include/cudapool.h
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
 
-$(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h shim/cudapool.h
+$(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h include/cudapool.h
 	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) \
 	  $(SHIM_IT_LDFLAGS)

@@ -9,7 +9,7 @@ REPLAY_BIN  := $(BUILD)/cudapool-replay
 REPLAY_SHIM_OBJS := $(BUILD)/shim/parse.o
 TRACE_OBJ := $(BUILD)/shim/trace.o
 
-$(BUILD)/tools/replay/%.o: tools/replay/%.c tools/replay/replay.h $(wildcard core/*.h) shim/cudapool.h | $(DEPS_STAMP)
+$(BUILD)/tools/replay/%.o: tools/replay/%.c tools/replay/replay.h $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -Icore -Ishim -c $< -o $@
 
@@ -55,7 +55,7 @@ $(FUZZ_TRACE_BIN): $(FUZZ_TRACE_SRCS) tools/replay/replay.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -Icore -Ishim -Itools/replay $(FUZZ_TRACE_SRCS) -o $@ -lz
+	  -Iinclude -Icore -Ishim -Itools/replay $(FUZZ_TRACE_SRCS) -o $@ -lz
 FUZZ_TARGETS += $(FUZZ_TRACE_BIN)
 
 .PHONY: fuzz fuzz-trace

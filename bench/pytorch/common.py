@@ -7,7 +7,7 @@ when the shim is preloaded), times training steps (torch.cuda.synchronize
 around each step, time.perf_counter, median after warm-up) and prints the one
 JSON result line each workload ends with.
 
-The layout of cudapool_stats_t is read from shim/cudapool.h (its X-macro lists
+The layout of cudapool_stats_t is read from include/cudapool.h (its X-macro lists
 of gauges and counters), so a counter added there needs no change here.
 """
 
@@ -19,9 +19,9 @@ import statistics
 import sys
 import time
 
-HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shim", "cudapool.h")
+HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "cudapool.h")
 
-# Used only when shim/cudapool.h cannot be read (the lists as of version 1).
+# Used only when include/cudapool.h cannot be read (the lists as of version 1).
 _FALLBACK = {
     "GAUGES": ["allocated_bytes", "allocated_blocks", "requested_bytes", "active_bytes",
                "pending_bytes", "cached_bytes", "reserved_bytes", "segments"],
