@@ -262,42 +262,39 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
   return b;
 }
 
+/* An allocation that cannot be served: counted, reported, unlocked. */
+static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
+  pool->stats.num_ooms++;
+  if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC_FAILED, 0, size, stream);
+  pthread_mutex_unlock(&pool->lock);
+  return rc;
+}
+
 int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
   if (size == 0) return EINVAL;
   size_t rsize = cp_round_size(&pool->cfg, size);
   bool small = rsize && rsize <= pool->cfg.small_max;
   pthread_mutex_lock(&pool->lock);
-  if (rsize == 0) {
-    pool->stats.num_ooms++;
-    pthread_mutex_unlock(&pool->lock);
-    return ENOMEM;
-  }
-  if (pool->cfg.limit != CP_NO_LIMIT &&
-      (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit) {
-    /* A limit lowered at run time may leave more reserved than it allows:
-     * memory already cached is not handed out past it either. */
-    pool->stats.num_ooms++;
-    pthread_mutex_unlock(&pool->lock);
-    return ENOMEM;
-  }
+  /* A limit lowered at run time may leave more reserved than it allows:
+   * memory already cached is not handed out past it either. */
+  if (rsize == 0 || (pool->cfg.limit != CP_NO_LIMIT &&
+                     (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit))
+    return refuse(pool, size, stream, ENOMEM);
   cp_subpool_t *sp = cp_subpool_of(pool, small);
   bool immediate = false, fresh = false;
+  int grow_rc = 0;
   cp_block_t *b = find_cached(pool, sp, rsize, stream, key, &immediate);
   if (!b) {
-    fresh = cp_segment_grow(pool, small, rsize, &b) == 0;
+    fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
     if (!fresh) {
       pool->stats.num_alloc_retries++;
       if (cp_wait_fences(pool)) b = take_cached(pool, sp, rsize, stream, key, &immediate);
-      if (!b) fresh = cp_segment_grow(pool, small, rsize, &b) == 0;
+      if (!b) fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
       if (!b && cp_release_free_segments(pool, 0) > 0)
-        fresh = cp_segment_grow(pool, small, rsize, &b) == 0;
+        fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
     }
   }
-  if (!b) {
-    pool->stats.num_ooms++;
-    pthread_mutex_unlock(&pool->lock);
-    return ENOMEM;
-  }
+  if (!b) return refuse(pool, size, stream, grow_rc && grow_rc != ENOMEM ? grow_rc : ENOMEM);
   carve(pool, sp, b, rsize);
   int rc = activate(pool, b, size, stream);
   if (rc) {
@@ -314,6 +311,7 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
   }
   cp_stats_refresh_derived(pool);
   *out = b->addr;
+  if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC, b->addr, size, stream);
   pthread_mutex_unlock(&pool->lock);
   return 0;
 }
@@ -332,6 +330,7 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
     pthread_mutex_unlock(&pool->lock);
     return rc;
   }
+  if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_FREE, addr, b->size, b->stream);
   HASH_DEL(pool->active, b);
   pool->free_block_count++;
   cp_stat_add(&pool->stats.allocated_bytes, -(int64_t)b->size);
@@ -412,6 +411,18 @@ void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
   }
   cp_stats_refresh_derived(pool);
   trim_to_max_cached(pool);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {
+  if (!legacy) cp_sync_stream(pool, mark, stream);
+  else if (!nonblocking_live) cp_sync_device(pool, mark);
+}
+
+void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {
+  pthread_mutex_lock(&pool->lock);
+  pool->observer = fn;
+  pool->observer_ctx = ctx;
   pthread_mutex_unlock(&pool->lock);
 }
 

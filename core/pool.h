@@ -76,13 +76,24 @@ void cp_pool_destroy(cp_pool_t *pool);
  * gone (cudaDeviceReset). */
 void cp_pool_drop(cp_pool_t *pool);
 
-/* Allocate `size` (> 0) bytes for `stream`. 0, EINVAL (size 0) or ENOMEM. */
+/* Allocate `size` (> 0) bytes for `stream`. 0, EINVAL (size 0), ENOMEM (the
+ * limit, or the device is full), or the backend's own error when its last
+ * allocation failed otherwise (the shim's: EIO). */
 int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out);
 /* Free the block starting at addr. 0; ENOENT: addr is not inside any segment
  * of this pool (a foreign pointer); EINVAL: inside a segment but not the
  * start of a live block (interior pointer, double free). The pool is
  * untouched on error. */
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
+
+/* What the pool reports to an observer (the shim's trace recorder), called
+ * with the pool lock held: a block's free is seen before anyone can be
+ * handed it again, whatever the threads. `size` is the request for ALLOC and
+ * ALLOC_FAILED, the block's size for FREE; addr is 0 for ALLOC_FAILED. The
+ * observer must not call into the pool. */
+typedef enum cp_observed { CP_OBSERVED_ALLOC, CP_OBSERVED_FREE, CP_OBSERVED_ALLOC_FAILED } cp_observed_t;
+typedef void cp_observer_fn(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream);
+void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx);
 /* Size of the live block at addr, 0 when none. */
 size_t cp_block_size(cp_pool_t *pool, uintptr_t addr);
 /* Keep the live block at addr pending, once freed, until a barrier, fence or
@@ -97,6 +108,11 @@ void cp_sync_device(cp_pool_t *pool, uint64_t mark);
 /* `stream` was idle: blocks freed before the mark that were allocated for it
  * and recorded on no other stream are ready. */
 void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream);
+/* The rule for a completed stream synchronisation, for the shim and the
+ * replayer alike: the legacy stream waits for every blocking stream, so with
+ * no non-blocking stream live its synchronisation covered the whole device;
+ * any other stream covers its own blocks. */
+void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live);
 
 /* Make pending blocks ready (barrier, else wait for fences), then release
  * every whole free segment. Returns the bytes released. */

@@ -57,6 +57,8 @@ struct cp_pool {
   int device;
   cp_config_t cfg;
   cp_backend_t be;
+  cp_observer_fn *observer;          /* NULL: nobody watches */
+  void *observer_ctx;
   cp_subpool_t small, large;
   cp_block_t *active;                /* uthash: addr -> ACTIVE block, plus `anchor` */
   cp_block_t anchor;                 /* keeps the map from emptying (see pool.c) */

@@ -40,7 +40,7 @@ typedef struct cp_api {
    * its primary context). Returns a token for leave; -1: nothing changed. */
   int (*enter)(int dev);
   void (*leave)(int token);
-  /* 0, ENOMEM (the device is full) or EIO; sets cp_cuda_last_alloc_error(). */
+  /* 0, ENOMEM (the device is full) or EIO (any other failure). */
   int (*mem_alloc)(size_t size, uintptr_t *out);
   void (*mem_free)(uintptr_t addr);
   int (*mem_get_info)(size_t *free_bytes, size_t *total_bytes);
@@ -55,28 +55,15 @@ typedef struct cp_api {
 extern const cp_api_t cp_api_runtime; /* real.c */
 extern const cp_api_t cp_api_driver;  /* driver_api.c */
 
-/* The flavour in use; NULL while neither can work (then nothing is pooled). */
+/* The flavour in use; NULL while neither can work (then nothing is pooled).
+ * Picked by layer.c. */
 const cp_api_t *cp_api(void);
 
 /* Real runtime calls the shim is making on this thread (see above). */
 extern __thread __attribute__((tls_model("initial-exec"))) unsigned cp_inside;
 
-/* Whether the runtime layer serves: libcudart found whole, pooling on and
- * CUDAPOOL_LAYER not "driver" (real.c; known once cp_shim_init() ran). */
-bool cp_runtime_serving(void);
 /* Whether libcuda is loaded and has what the driver flavour needs
  * (driver_api.c; looked for again until it is). */
 bool cp_drv_ready(void);
-/* Whether the driver layer serves allocations: libcuda found, pooling on and
- * CUDAPOOL_LAYER not "runtime" (driver_api.c). */
-bool cp_driver_serving(void);
-/* Whether the pool works at any layer, for the control API: options loaded,
- * pooling on, and the runtime or the driver found. */
-bool cp_pool_enabled(void);
-
-/* The CUDA error of this thread's last allocation made for a pool (either
- * flavour; the driver's codes mapped to the runtime's). */
-cudaError_t cp_cuda_last_alloc_error(void);
-void cp_set_last_alloc_error(cudaError_t err);
 
 #endif

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "device.h"
 #include "real.h"
+#include "serve.h"
 #include "shim.h"
 
 void cp_print_report(FILE *out, cp_format_t format);
@@ -16,7 +17,7 @@ CP_EXPORT int cudapool_version(void) { return CUDAPOOL_VERSION; }
 
 static cp_pool_t *pool_of(int device) {
   cp_device_t *dev = cp_device(device);
-  return dev ? atomic_load(&dev->pool) : NULL;
+  return dev ? cp_device_pool_if_any(dev) : NULL;
 }
 
 static bool device_exists(int device) {
@@ -50,7 +51,7 @@ static int each_pool(int device, void (*fn)(cp_pool_t *, size_t), size_t arg) {
   if (device != -1) return EINVAL;
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = atomic_load(&dev->pool);
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
     if (pool) fn(pool, arg);
   }
   return 0;
@@ -80,12 +81,12 @@ CP_EXPORT int cudapool_set_limit(int device, size_t bytes) {
   cp_device_t *dev = cp_device(device);
   if (!dev) return ENODEV;
   if (!cp_pool_enabled()) return ENOTSUP;
-  cp_pool_t *pool = atomic_load(&dev->pool);
+  cp_pool_t *pool = cp_device_pool_if_any(dev);
   if (!pool) {
     /* Setting a limit before the first allocation creates the pool, which
      * needs that device current. */
     int prev = cp_device_enter(dev);
-    pool = cp_device_pool(dev);
+    pool = cp_serve_pool(dev);
     cp_device_leave(prev);
   }
   if (!pool) return ENODEV;
@@ -96,7 +97,7 @@ CP_EXPORT int cudapool_set_limit(int device, size_t bytes) {
 CP_EXPORT int cudapool_record_stream(const void *ptr, cudaStream_t stream) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = atomic_load(&dev->pool);
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
     int rc = pool ? cp_record_stream(pool, (uintptr_t)ptr, (uint64_t)(uintptr_t)stream) : ENOENT;
     if (rc != ENOENT) return rc;
   }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "capture.h"
 #include "device.h"
 
 /* The flavour cannot change once a pool exists (cp_api() picks once). */

@@ -1,11 +1,11 @@
-/* device.c: the device table, pool creation, the choice of CUDA flavour,
- * and the stream and capture bookkeeping a safe barrier needs (see
- * device.h). Every CUDA call goes through cp_api(). */
+/* device.c: the device table, each device's pool pointer, and the stream
+ * bookkeeping a safe barrier needs (see device.h). Every CUDA call goes
+ * through cp_api(). */
 #include "device.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
+#include "capture.h"
 #include "real.h"
 #include "shim.h"
 
@@ -49,17 +49,6 @@ cp_device_t *cp_current_device(void) {
   return cp_device(id);
 }
 
-/* Picked once, at the first need (api.h says why either is right). */
-static _Atomic(const cp_api_t *) api_in_use;
-
-const cp_api_t *cp_api(void) {
-  const cp_api_t *api = atomic_load_explicit(&api_in_use, memory_order_acquire);
-  if (api) return api;
-  const cp_api_t *pick = cp_runtime_serving() ? &cp_api_runtime : cp_drv_ready() ? &cp_api_driver : NULL;
-  if (pick && !atomic_compare_exchange_strong(&api_in_use, &api, pick)) return api;
-  return pick;
-}
-
 int cp_device_count(void) {
   const cp_api_t *api = cp_api();
   int n = 0;
@@ -76,54 +65,29 @@ void cp_device_leave(int token) {
   if (api && token >= 0) api->leave(token);
 }
 
-static void warn_percent_once(const char *what) {
-  static atomic_bool said;
-  if (!atomic_exchange(&said, true))
-    fprintf(stderr, "cudapool: warning: cannot read the device's memory size, so %s given as a "
-                    "percentage is ignored\n", what);
+cp_pool_t *cp_device_pool_if_any(const cp_device_t *dev) {
+  return atomic_load_explicit(&((cp_device_t *)dev)->pool, memory_order_acquire);
 }
 
-static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *what) {
-  if (opt->percent > 0 && total == 0) {
-    warn_percent_once(what);
-    return 0;
-  }
-  return (size_t)cp_size_opt_resolve(opt, total);
-}
-
-static cp_pool_t *create_pool(cp_device_t *dev) {
-  const cp_api_t *api = cp_api();
-  if (!api) return NULL;
-  size_t free_bytes = 0, total = 0;
-  if (api->mem_get_info(&free_bytes, &total) != 0) total = 0;
-  dev->total_memory = total;
-  cp_config_t cfg;
-  cp_config_default(&cfg);
-  size_t limit = resolve_size(&cp_opts.limit, total, "CUDAPOOL_LIMIT");
-  size_t max_cached = resolve_size(&cp_opts.max_cached, total, "CUDAPOOL_MAX_CACHED");
-  if (limit) cfg.limit = limit;
-  if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
-  if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
-  if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
-  cp_backend_t be = cp_cuda_backend(dev);
-  cp_pool_t *pool = NULL;
-  if (cp_pool_create(&pool, dev->id, &cfg, &be) != 0) return NULL;
-  return pool;
-}
-
-cp_pool_t *cp_device_pool(cp_device_t *dev) {
+cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_device_t *dev)) {
   cp_pool_t *pool = atomic_load_explicit(&dev->pool, memory_order_acquire);
   if (pool) return pool;
   pthread_mutex_lock(&dev->lock);
   pool = atomic_load_explicit(&dev->pool, memory_order_relaxed);
   if (!pool) {
-    pool = create_pool(dev);
+    pool = create(dev);
     atomic_store_explicit(&dev->pool, pool, memory_order_release);
     if (pool) atomic_fetch_or(&pool_mask, 1ull << dev->id);
   }
   pthread_mutex_unlock(&dev->lock);
   return pool;
 }
+
+bool cp_device_nonblocking_live(const cp_device_t *dev) {
+  return atomic_load_explicit(&((cp_device_t *)dev)->live_nonblocking, memory_order_relaxed) != 0;
+}
+
+int cp_device_id(const cp_device_t *dev) { return dev->id; }
 
 cp_device_t *cp_next_device_with_pool(int *next) {
   uint64_t mask = *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&pool_mask, memory_order_acquire) >> *next;
@@ -229,81 +193,6 @@ void cp_stream_destroying(cudaStream_t stream) {
   if (no_capture) cp_capture_unlock();
 }
 
-
-typedef struct cp_capture {
-  cudaStream_t stream;
-  bool strict;
-  struct cp_capture *next;
-} cp_capture_t;
-
-static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
-static cp_capture_t *captures;         /* guarded by capture_lock */
-static atomic_int captures_active, strict_captures_active;
-
-void cp_capture_lock_write(void) { pthread_rwlock_wrlock(&capture_lock); }
-void cp_capture_unlock_write(void) { pthread_rwlock_unlock(&capture_lock); }
-
-/* Without memory for the record the capture goes unseen, as before the shim
- * knew of captures at all: nothing better can be done there. */
-void cp_capture_started(cudaStream_t stream, bool strict) {
-  cp_capture_t *c = calloc(1, sizeof *c);
-  if (!c) return;
-  *c = (cp_capture_t){.stream = stream, .strict = strict, .next = captures};
-  captures = c;
-  atomic_fetch_add(&captures_active, 1);
-  if (strict) atomic_fetch_add(&strict_captures_active, 1);
-}
-
-void cp_capture_ended(cudaStream_t stream) {
-  for (cp_capture_t **link = &captures; *link; link = &(*link)->next) {
-    cp_capture_t *c = *link;
-    if (c->stream != stream) continue;
-    *link = c->next;
-    atomic_fetch_sub(&captures_active, 1);
-    if (c->strict) atomic_fetch_sub(&strict_captures_active, 1);
-    free(c);
-    return;
-  }
-}
-
-void cp_capture_forget_stream(cudaStream_t stream) {
-  if (!atomic_load(&captures_active)) return;
-  cp_capture_lock_write();
-  cp_capture_ended(stream);
-  cp_capture_unlock_write();
-}
-
-cudaError_t cp_capture_begin(cp_begin_capture_fn *real, cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-  cp_capture_lock_write();
-  cudaError_t rc = real(stream, mode);
-  if (rc == cudaSuccess) cp_capture_started(stream, mode != cudaStreamCaptureModeRelaxed);
-  cp_capture_unlock_write();
-  return rc;
-}
-
-cudaError_t cp_capture_end(cp_end_capture_fn *real, cudaStream_t stream, cudaGraph_t *graph) {
-  cp_capture_lock_write();
-  cudaError_t rc = real(stream, graph);
-  /* Invalidated captures end too; other errors leave the capture running. */
-  if (rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated) cp_capture_ended(stream);
-  cp_capture_unlock_write();
-  return rc;
-}
-
-bool cp_capture_strict_active(void) {
-  return atomic_load_explicit(&strict_captures_active, memory_order_acquire) != 0;
-}
-
-bool cp_capture_none_lock(void) {
-  if (atomic_load(&captures_active)) return false;
-  pthread_rwlock_rdlock(&capture_lock);
-  if (atomic_load(&captures_active) == 0) return true;
-  pthread_rwlock_unlock(&capture_lock);
-  return false;
-}
-
-void cp_capture_unlock(void) { pthread_rwlock_unlock(&capture_lock); }
-
 void cp_note_per_thread_stream(void) { atomic_store(&per_thread_stream_seen, true); }
 
 uint64_t cp_device_reuse_key(cp_device_t *dev) {
@@ -311,22 +200,6 @@ uint64_t cp_device_reuse_key(cp_device_t *dev) {
       atomic_load_explicit(&per_thread_stream_seen, memory_order_relaxed))
     return 0;
   return cp_thread_key();
-}
-
-void cp_device_adjust_meminfo(cp_pool_t *pool, size_t *free_bytes, size_t *total_bytes) {
-  cudapool_stats_t s;
-  cp_get_stats(pool, &s);
-  cp_config_t cfg;
-  cp_get_config(pool, &cfg);
-  size_t cached = (size_t)s.cached_bytes.current;
-  size_t free_now = *free_bytes + cached; /* cached memory is free to the program */
-  if (cfg.limit != CP_NO_LIMIT) {
-    size_t allocated = (size_t)s.allocated_bytes.current;
-    size_t under_limit = cfg.limit > allocated ? cfg.limit - allocated : 0;
-    if (free_now > under_limit) free_now = under_limit;
-    if (*total_bytes > cfg.limit) *total_bytes = cfg.limit;
-  }
-  *free_bytes = free_now < *total_bytes ? free_now : *total_bytes;
 }
 
 int cp_device_stats_all(cudapool_stats_t *out, int cap) {

@@ -1,14 +1,15 @@
 /* device.h: what the shim knows about each device.
  *
- * Per device: its pool (created on the first allocation there), the live
+ * Per device: its pool (made by serve.c on the first need), the live
  * streams the program created through the runtime or the driver (a barrier
  * must reach every non-blocking one; a stream is known once, by handle,
- * whichever layer reports it), the captures in progress (no barrier, fence,
- * sync or legacy-stream work may be issued while one is active), and the
- * events the CUDA backend records. CUDA is reached through cp_api() (api.h),
- * the runtime or the driver flavour.
+ * whichever layer reports it), and the events the CUDA backend records.
+ * CUDA is reached through cp_api() (api.h), the runtime or the driver
+ * flavour. Only this file and cuda_backend.c (which issues the barriers over
+ * the stream table, under `lock`) read the fields; everything else goes
+ * through the functions below.
  *
- * Locking: `lock` guards streams, captures, events and pool creation. The
+ * Locking: `lock` guards streams, events and pool creation. The
  * pool's own lock may be held when the backend takes `lock` (pool, then
  * device); code holding `lock` never calls into the pool. The counters read
  * on hot paths are atomics. */
@@ -37,7 +38,6 @@ typedef struct cp_device {
   int id;
   _Atomic(cp_pool_t *) pool;
   pthread_mutex_t lock;
-  size_t total_memory;          /* from cudaMemGetInfo at pool creation */
   cp_stream_entry_t *streams;   /* live created streams, by handle */
   atomic_int live_streams;      /* any kind */
   atomic_int live_nonblocking;
@@ -48,48 +48,31 @@ typedef struct cp_device {
 
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
 cp_device_t *cp_device(int id);
+int cp_device_id(const cp_device_t *dev);
 /* The device current on this thread for the runtime, or NULL when none can
  * be had (runtime wrappers only). */
 cp_device_t *cp_current_device(void);
 /* The number of devices, 0 when it cannot be had (the flavour in use). */
 int cp_device_count(void);
-/* Its pool, created on first use from the options; NULL if that failed. */
-cp_pool_t *cp_device_pool(cp_device_t *dev);
+/* Its pool, or NULL while it has none. */
+cp_pool_t *cp_device_pool_if_any(const cp_device_t *dev);
+/* Its pool, made by create(dev) under the device lock if it has none yet;
+ * NULL if that failed (serve.c owns how pools are made). */
+cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_device_t *dev));
 /* The first device at or after index *next whose pool exists, or NULL;
  * advances *next past it. For walking every pool. */
 cp_device_t *cp_next_device_with_pool(int *next);
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset). */
 void cp_device_reset(cp_device_t *dev);
-/* Stream and capture bookkeeping, called after the real call succeeded.
- * Reporting a known handle again updates it (a stream one layer created and
- * the other saw, or a handle reused after a destroy the shim missed). */
+/* Whether a non-blocking stream the program created is live on it. */
+bool cp_device_nonblocking_live(const cp_device_t *dev);
+/* Stream bookkeeping, called after the real call succeeded. Reporting a
+ * known handle again updates it (a stream one layer created and the other
+ * saw, or a handle reused after a destroy the shim missed). */
 void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking);
 /* Before the real cudaStreamDestroy: orders its pending work before later
  * legacy-stream work, so a barrier issued after it still covers that work. */
 void cp_stream_destroying(cudaStream_t stream);
-
-/* Stream captures, process-wide (a capture on any device counts):
- * begin/end run the real call under the capture lock, so that no barrier or
- * fence is ever being issued while a capture starts. */
-typedef __typeof__(cudaStreamBeginCapture) cp_begin_capture_fn;
-typedef __typeof__(cudaStreamEndCapture) cp_end_capture_fn;
-cudaError_t cp_capture_begin(cp_begin_capture_fn *real, cudaStream_t stream, enum cudaStreamCaptureMode mode);
-cudaError_t cp_capture_end(cp_end_capture_fn *real, cudaStream_t stream, cudaGraph_t *graph);
-/* The same for calls of other signatures (the driver's): take the capture
- * lock for writing, make the real call, report what it did, unlock. */
-void cp_capture_lock_write(void);
-void cp_capture_started(cudaStream_t stream, bool strict); /* it succeeded */
-void cp_capture_ended(cudaStream_t stream);                /* it ended, invalidated or not */
-void cp_capture_unlock_write(void);
-/* The stream was destroyed: a capture it began has ended with it. */
-void cp_capture_forget_stream(cudaStream_t stream);
-/* Any capture in global or thread-local mode in progress: the program's
- * cudaMalloc/cudaFree must then behave exactly as natively. */
-bool cp_capture_strict_active(void);
-/* For the backend: true (and the capture lock held for reading) when no
- * capture is in progress; then call cp_capture_unlock(). */
-bool cp_capture_none_lock(void);
-void cp_capture_unlock(void);
 /* Key for same-thread reuse on this device now, 0 when it would be unsafe:
  * only while the program has created no streams on it and uses no per-thread
  * default stream, so all of a thread's work is ordered by its own order. */
@@ -104,9 +87,6 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev);
  * Returns a token for cp_device_leave, -1 when nothing changed. */
 int cp_device_enter(const cp_device_t *dev);
 void cp_device_leave(int token);
-/* cudaMemGetInfo/cuMemGetInfo as the program should see them under the
- * pool: cached bytes count as free, and a limit caps both. */
-void cp_device_adjust_meminfo(cp_pool_t *pool, size_t *free_bytes, size_t *total_bytes);
 /* Number of devices whose pool exists (for reports), and a snapshot. */
 int cp_device_stats_all(cudapool_stats_t *out, int cap);
 

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "layer.h"
 
 typedef void *dlsym_fn(void *, const char *);
 
@@ -168,7 +169,7 @@ static const char *variant_by_rule(const char *base, int version, cuuint64_t fla
 }
 
 void *cp_drv_hook(void *fn, const char *name, const char *base, int cuda_version, cuuint64_t flags) {
-  if (!fn || !cp_drv_hooking()) return fn;
+  if (!fn || !cp_hooking()) return fn;
   cp_drv_ready();
 #define CP_BY_POINTER(v) \
   if (cp_drv.v && (void *)cp_drv.v == fn) return (void *)cp_w_##v;

@@ -99,9 +99,6 @@ CP_DRV_SERVED(CP_DRV_DECLARE)
 /* Look libcuda up (again, until found). True when every needed function of
  * the driver flavour is known. */
 bool cp_drv_ready(void);
-/* Options loaded (once) and pooling not disabled: the hook, the resolver and
- * the bookkeeping wrappers are active. */
-bool cp_drv_hooking(void);
 
 /* The wrapper to hand out for `fn`, libcuda's answer to a lookup of `name`
  * (a dlsym by handle: the exported name; NULL for cuGetProcAddress, which
@@ -121,8 +118,5 @@ cp_device_t *cp_drv_current_primary(void);
 CUcontext cp_drv_primary(int dev);
 /* The primary context of dev was reset or released: forget the handle. */
 void cp_drv_forget_primary(int dev);
-
-/* A CUresult as the runtime would report it, for cp_cuda_last_alloc_error. */
-cudaError_t cp_drv_runtime_error(CUresult rc);
 
 #endif

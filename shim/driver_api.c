@@ -58,33 +58,6 @@ bool cp_drv_ready(void) {
   return atomic_load(&state) == DRV_READY;
 }
 
-static pthread_once_t options_once = PTHREAD_ONCE_INIT;
-
-/* cp_shim_init() loads the options (and looks at the runtime once). */
-static void load_options(void) { (void)cp_shim_init(); }
-
-bool cp_drv_hooking(void) {
-  pthread_once(&options_once, load_options);
-  return !cp_opts.disable;
-}
-
-bool cp_driver_serving(void) {
-  return cp_drv_hooking() && cp_opts.layer != CP_LAYER_RUNTIME && cp_drv_ready();
-}
-
-bool cp_pool_enabled(void) {
-  return cp_drv_hooking() && (cp_runtime_serving() || cp_drv_ready());
-}
-
-cudaError_t cp_drv_runtime_error(CUresult rc) {
-  switch (rc) {
-  case CUDA_SUCCESS: return cudaSuccess;
-  case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
-  case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
-  default: return cudaErrorUnknown;
-  }
-}
-
 /* ---- primary contexts -------------------------------------------------------- */
 
 CUcontext cp_drv_primary(int dev) {
@@ -166,7 +139,6 @@ static void drv_leave(int token) {
 static int drv_mem_alloc(size_t size, uintptr_t *out) {
   CUdeviceptr p = 0;
   CUresult rc = cp_drv.cuMemAlloc_v2(&p, size);
-  cp_set_last_alloc_error(cp_drv_runtime_error(rc));
   if (rc != CUDA_SUCCESS) return rc == CUDA_ERROR_OUT_OF_MEMORY ? ENOMEM : EIO;
   *out = (uintptr_t)p;
   return 0;

@@ -5,8 +5,8 @@
  * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants).
  *
  * Each one makes the real call with the program's arguments and returns its
- * result unchanged; around it the shim records what the call did, exactly as
- * interpose.c does for the runtime's twins. At depth > 0 (api.h) the runtime
+ * result unchanged; around it serve.c and capture.c record what the call
+ * did, as for the runtime's twins (interpose.c). At depth > 0 (api.h) the runtime
  * layer is making the call and keeps the books itself: the wrappers pass it
  * through, except where the driver's state itself changed under the shim (a
  * context reset or released, a stream destroyed while capturing), which is
@@ -16,27 +16,20 @@
  * Threads: begin/end hold the capture lock for writing across the real call
  * (device.c), so that no barrier is being issued while a capture starts. */
 #define __CUDA_API_VERSION_INTERNAL 1
+#include "capture.h"
 #include "driver.h"
+#include "serve.h"
 #include "shim.h"
-#include "trace.h"
 
-static bool keeping_books(void) { return cp_inside == 0 && cp_drv_hooking(); }
+static bool keeping_books(void) { return cp_inside == 0 && cp_hooking(); }
 
 /* ---- synchronisations ---------------------------------------------------------- */
 
-/* mark before, report after: see cp_sync_mark. A legacy-stream sync covers
- * the whole device only while no non-blocking stream is live. */
 static CUresult sync_stream(CUresult (*real)(CUstream), CUstream stream, bool per_thread_api) {
   if (!keeping_books()) return real(stream);
-  if (stream == CU_STREAM_PER_THREAD || (per_thread_api && !stream)) cp_note_per_thread_stream();
-  bool legacy = !per_thread_api && (!stream || stream == CU_STREAM_LEGACY);
-  cp_device_t *dev = cp_drv_current_primary();
-  cp_pool_t *pool = dev ? atomic_load(&dev->pool) : NULL;
-  uint64_t mark = pool ? cp_sync_mark(pool) : 0;
+  cp_sync_t sync = cp_serve_sync_begin(cp_drv_current_primary());
   CUresult rc = real(stream);
-  if (cp_trace_enabled()) cp_trace_sync_stream((uint64_t)(uintptr_t)stream);
-  if (rc == CUDA_SUCCESS && pool && legacy && atomic_load(&dev->live_nonblocking) == 0)
-    cp_sync_device(pool, mark);
+  cp_serve_synced_stream(&sync, rc == CUDA_SUCCESS, (uintptr_t)stream, per_thread_api);
   return rc;
 }
 
@@ -57,17 +50,14 @@ static cp_device_t *device_of_context(CUcontext ctx) {
   if (!ctx) return cp_drv_current_primary();
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
-    if (cp_drv_primary(dev->id) == ctx) return dev;
+    if (cp_drv_primary(cp_device_id(dev)) == ctx) return dev;
   return NULL;
 }
 
 static CUresult sync_context(CUcontext ctx, bool v2) {
-  cp_device_t *dev = keeping_books() ? device_of_context(ctx) : NULL;
-  cp_pool_t *pool = dev ? atomic_load(&dev->pool) : NULL;
-  uint64_t mark = pool ? cp_sync_mark(pool) : 0;
+  cp_sync_t sync = cp_serve_sync_begin(keeping_books() ? device_of_context(ctx) : NULL);
   CUresult rc = v2 ? cp_drv.cuCtxSynchronize_v2(ctx) : cp_drv.cuCtxSynchronize();
-  if (dev && cp_trace_enabled()) cp_trace_sync_device();
-  if (rc == CUDA_SUCCESS && pool) cp_sync_device(pool, mark);
+  cp_serve_synced_device(&sync, rc == CUDA_SUCCESS);
   return rc;
 }
 
@@ -85,36 +75,33 @@ CUresult cp_w_cuCtxSynchronize_v2(CUcontext ctx) {
 
 /* ---- streams ------------------------------------------------------------------- */
 
-static void stream_created(CUresult rc, CUstream *stream, unsigned flags) {
-  if (rc != CUDA_SUCCESS || !stream || !keeping_books()) return;
-  cp_device_t *dev = cp_drv_current_primary();
+static CUresult stream_created(CUresult rc, const CUstream *stream, unsigned flags) {
+  cp_device_t *dev = rc == CUDA_SUCCESS && stream && keeping_books() ? cp_drv_current_primary() : NULL;
   if (dev) cp_device_stream_created(dev, *stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
+  return rc;
 }
 
 CUresult cp_w_cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   CP_DRV_REAL(cuStreamCreate);
   if (!cp_drv.cuStreamCreate) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult rc = cp_drv.cuStreamCreate(phStream, Flags);
-  stream_created(rc, phStream, Flags);
-  return rc;
+  return stream_created(cp_drv.cuStreamCreate(phStream, Flags), phStream, Flags);
 }
 
 CUresult cp_w_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
   CP_DRV_REAL(cuStreamCreateWithPriority);
   if (!cp_drv.cuStreamCreateWithPriority) return CUDA_ERROR_NOT_INITIALIZED;
-  CUresult rc = cp_drv.cuStreamCreateWithPriority(phStream, flags, priority);
-  stream_created(rc, phStream, flags);
-  return rc;
+  return stream_created(cp_drv.cuStreamCreateWithPriority(phStream, flags, priority), phStream, flags);
 }
 
 CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
   CP_DRV_REAL(cuStreamDestroy_v2);
   if (!cp_drv.cuStreamDestroy_v2) return CUDA_ERROR_NOT_INITIALIZED;
-  bool special = !hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD;
-  if (!special && keeping_books()) cp_stream_destroying(hStream);
+  uintptr_t stream = (uintptr_t)hStream;
+  if (cp_serve_special_stream(stream) || !cp_hooking()) return cp_drv.cuStreamDestroy_v2(hStream);
+  if (keeping_books()) cp_serve_stream_destroying(stream);
   CUresult rc = cp_drv.cuStreamDestroy_v2(hStream);
-  /* A capture dies with the stream that began it, whoever destroyed it. */
-  if (rc == CUDA_SUCCESS && !special && cp_drv_hooking()) cp_capture_forget_stream(hStream);
+  /* Whoever destroyed it: a capture dies with its stream. */
+  cp_serve_stream_destroyed(stream, rc == CUDA_SUCCESS);
   return rc;
 }
 
@@ -129,10 +116,10 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
     if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                     \
     if (!keeping_books()) return cp_drv.name args;                           \
     if (per_thread) cp_note_per_thread_stream();                             \
-    cp_capture_lock_write();                                                 \
+    cp_capture_begin_lock();                                                 \
     CUresult rc = cp_drv.name args;                                          \
-    if (rc == CUDA_SUCCESS) cp_capture_started(hStream, (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED); \
-    cp_capture_unlock_write();                                               \
+    cp_capture_begin_done(rc == CUDA_SUCCESS, (uintptr_t)hStream,            \
+                          (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED);    \
     return rc;                                                               \
   }
 
@@ -157,10 +144,10 @@ CP_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true, mode,
     CP_DRV_REAL(name);                                                       \
     if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                     \
     if (!keeping_books()) return cp_drv.name(hStream, phGraph);              \
-    cp_capture_lock_write();                                                 \
+    cp_capture_end_lock();                                                   \
     CUresult rc = cp_drv.name(hStream, phGraph);                             \
-    if (rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) cp_capture_ended(hStream); \
-    cp_capture_unlock_write();                                               \
+    cp_capture_end_done(rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, \
+                        (uintptr_t)hStream);                                 \
     return rc;                                                               \
   }
 
@@ -173,7 +160,7 @@ CP_END(cuStreamEndCapture_ptsz)
 /* The context and all its memory are gone: the pool is dropped, not freed. */
 static void context_gone(CUdevice dev) {
   cp_drv_forget_primary(dev);
-  cp_device_t *d = cp_drv_hooking() ? cp_device(dev) : NULL;
+  cp_device_t *d = cp_hooking() ? cp_device(dev) : NULL;
   if (d) cp_device_reset(d);
 }
 

@@ -1,8 +1,8 @@
 /* init.c: the shim's start and end.
  *
  * Start (constructor, or the first intercepted call if that comes earlier):
- * read the options once, print them with CUDAPOOL_VERBOSE, open the trace,
- * resolve the real runtime lazily. End (destructor): flush the trace and
+ * read the options once, print them with CUDAPOOL_VERBOSE, open the trace.
+ * Which layer serves is layer.c's decision. End (destructor): flush the trace and
  * print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
  * runtime may already be unloading); the pools are left to the process's
  * end, as cudaFree at exit would only slow it down. */
@@ -19,7 +19,6 @@
 #include "trace.h"
 
 cp_options_t cp_opts;
-static bool pooling;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void start(void) {
@@ -27,22 +26,9 @@ static void start(void) {
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
   if (cp_opts.trace[0] && cp_trace_open(cp_opts.trace) != 0)
     fprintf(stderr, "cudapool: warning: cannot write the trace to %s: %s\n", cp_opts.trace, strerror(errno));
-  pooling = !cp_opts.disable;
 }
 
-/* 0 until the first call has loaded the options and resolved the runtime,
- * then 1 (pass through) or 2 (pool): one load on every later call. */
-static atomic_int state;
-
-bool cp_shim_init(void) {
-  int s = atomic_load_explicit(&state, memory_order_acquire);
-  if (s) return s == 2;
-  pthread_once(&once, start);
-  /* Resolved on every path: a disabled shim still forwards. */
-  bool on = cp_real_ready() && pooling;
-  atomic_store_explicit(&state, on ? 2 : 1, memory_order_release);
-  return on;
-}
+void cp_options_start(void) { pthread_once(&once, start); }
 
 uint64_t cp_thread_key(void) {
   static atomic_uint_fast64_t next_key = 1;

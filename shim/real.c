@@ -12,8 +12,8 @@
 #include <stdio.h>
 
 #include "api.h"
+#include "layer.h"
 #include "real.h"
-#include "shim.h"
 
 __thread __attribute__((tls_model("initial-exec"))) unsigned cp_inside;
 
@@ -21,7 +21,6 @@ static cp_real_t raw;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool final;           /* cudaMalloc found: nothing changes any more */
 static atomic_bool all_needed_found;
-static atomic_bool serving;         /* cp_real_ready()'s last answer */
 
 /* A name not found (yet) is looked for again: the runtime may be loaded
  * after the shim first looked (a Python process importing a framework). */
@@ -32,7 +31,7 @@ static atomic_bool serving;         /* cp_real_ready()'s last answer */
       cp_real_init();                                                    \
       if (!(fn = __atomic_load_n(&raw.name, __ATOMIC_ACQUIRE))) return cudaErrorNotSupported; \
     }                                                                    \
-    bool count = atomic_load_explicit(&serving, memory_order_relaxed);   \
+    bool count = cp_runtime_serving();                                   \
     if (count) cp_inside++;                                              \
     cudaError_t rc = fn args;                                            \
     if (count) cp_inside--;                                              \
@@ -90,21 +89,12 @@ void cp_real_init(void) {
   pthread_mutex_unlock(&lock);
 }
 
-bool cp_real_ready(void) {
+bool cp_real_complete(void) {
   cp_real_init();
-  bool on = atomic_load(&all_needed_found) && !cp_opts.disable && cp_opts.layer != CP_LAYER_DRIVER;
-  atomic_store_explicit(&serving, on, memory_order_relaxed);
-  return on;
+  return atomic_load(&all_needed_found);
 }
 
-bool cp_runtime_serving(void) { return atomic_load_explicit(&serving, memory_order_relaxed); }
-
 /* ---- the runtime flavour of api.h ------------------------------------------ */
-
-static __thread __attribute__((tls_model("initial-exec"))) cudaError_t last_alloc_error;
-
-cudaError_t cp_cuda_last_alloc_error(void) { return last_alloc_error; }
-void cp_set_last_alloc_error(cudaError_t err) { last_alloc_error = err; }
 
 /* The program did not make the failed call: take its error back out of
  * cudaGetLastError(). */
@@ -134,7 +124,6 @@ static void rt_leave(int previous) {
 static int rt_mem_alloc(size_t size, uintptr_t *out) {
   void *p = NULL;
   cudaError_t rc = cp_real.cudaMalloc(&p, size);
-  last_alloc_error = rc;
   if (rc != cudaSuccess) {
     /* The pool may still succeed (after releasing cached segments): the
      * program must not see this attempt's error then. The shim sets the

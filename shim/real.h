@@ -13,10 +13,8 @@
  * wrappers forward and the driver layer serves); once cudaMalloc is found the
  * result is final. A runtime found incomplete is reported once on stderr; an
  * absent one silently (the driver layer may serve).
- * cp_real_ready() says whether the runtime layer serves: every needed name
- * found, and CUDAPOOL_LAYER not "driver" (options must be loaded: it is
- * called by cp_shim_init()). If not, the runtime wrappers pass every call
- * through, to the driver layer.
+ * cp_real_complete() says whether every needed name was found; whether the
+ * runtime layer then serves is layer.c's decision.
  *
  * Threads: cp_real_init() is safe to race (a mutex; the fields are written
  * only while no thunk can be called, before cudaMalloc is first found). */
@@ -71,6 +69,7 @@ typedef struct cp_real {
 extern cp_real_t cp_real;
 
 void cp_real_init(void);
-bool cp_real_ready(void);
+/* Every needed runtime function found (looks again until cudaMalloc is). */
+bool cp_real_complete(void);
 
 #endif

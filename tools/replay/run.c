@@ -6,9 +6,8 @@
  *   sync       barriers and fences refused: a freed block waits for the next
  *              sync_stream/sync_device of the trace (the worst case of fences)
  *   immediate  cp_config.reuse = CP_REUSE_IMMEDIATE
- * A trace's sync_stream/sync_device become cp_sync_mark + cp_sync_stream /
- * cp_sync_device in every mode, as the shim reports them (a sync of the
- * legacy stream counts as a device sync, as in shim/interpose.c).
+ * A trace's sync_stream/sync_device become cp_sync_mark + the shim's own rule
+ * (cp_synced_stream) / cp_sync_device in every mode.
  *
  * Timing: the loop over events does nothing but the core calls and a slot
  * store, so (loop time - time spent reading stats at OOMs) / ops is the cost
@@ -145,13 +144,9 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
           R->free_errors++; /* a pool bug: the slot came from cp_alloc */
         break;
       case RP_OP_SYNC_STREAM:
-        /* As the shim does: the legacy stream (0, cudaStreamLegacy = 0x1)
-         * waits for every blocking stream, so its sync is a device sync (a
-         * trace cannot tell whether non-blocking streams were live). */
-        if (e->stream <= 1)
-          cp_sync_device(pool, cp_sync_mark(pool));
-        else
-          cp_sync_stream(pool, cp_sync_mark(pool), e->stream);
+        /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1).
+         * A trace does not say whether non-blocking streams were live. */
+        cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, false);
         break;
       case RP_OP_SYNC_DEVICE:
         cp_sync_device(pool, cp_sync_mark(pool));

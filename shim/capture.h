@@ -1,0 +1,40 @@
+/* capture.h: the stream captures in progress, process-wide.
+ *
+ * Owns the list of captures the program began (at either layer) and the
+ * capture lock. While any capture runs, no barrier, fence, synchronisation
+ * or legacy-stream work may be issued (it would join or break the capture);
+ * while a strict one (global or thread-local mode) runs, the program's
+ * cudaMalloc/cudaFree must behave exactly as natively.
+ *
+ * Begin and end hold the lock for writing across the program's real call
+ * (cp_capture_begin_lock ... cp_capture_begin_done), so that no barrier or
+ * fence is ever being issued while a capture starts. Code that issues CUDA
+ * ordering work takes it for reading with cp_capture_none_lock().
+ *
+ * Invariant: captures_active counts the list; strict_captures_active counts
+ * its strict entries. Lock order: capture lock, then a device lock, then a
+ * pool lock is never taken inside (device.h). */
+#ifndef CUDAPOOL_SHIM_CAPTURE_H
+#define CUDAPOOL_SHIM_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Around the real begin call: lock, call, then report whether it succeeded
+ * (strict: any mode but relaxed), which unlocks. */
+void cp_capture_begin_lock(void);
+void cp_capture_begin_done(bool began, uintptr_t stream, bool strict);
+/* Around the real end call: ended is true when the capture is over (the call
+ * succeeded, or reported the capture invalidated). */
+void cp_capture_end_lock(void);
+void cp_capture_end_done(bool ended, uintptr_t stream);
+/* The stream was destroyed: a capture it began has ended with it. */
+void cp_capture_forget_stream(uintptr_t stream);
+/* Any capture in global or thread-local mode in progress. */
+bool cp_capture_strict_active(void);
+/* True (and the lock held for reading) when no capture is in progress; then
+ * call cp_capture_unlock(). */
+bool cp_capture_none_lock(void);
+void cp_capture_unlock(void);
+
+#endif

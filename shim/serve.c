@@ -1,0 +1,169 @@
+/* serve.c: the serving rules of serve.h. */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "capture.h"
+#include "shim.h"
+#include "trace.h"
+
+/* ---- pools ----------------------------------------------------------------------- */
+
+static void warn_percent_once(const char *what) {
+  static atomic_bool said;
+  if (!atomic_exchange(&said, true))
+    fprintf(stderr, "cudapool: warning: cannot read the device's memory size, so %s given as a "
+                    "percentage is ignored\n", what);
+}
+
+static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *what) {
+  if (opt->percent > 0 && total == 0) {
+    warn_percent_once(what);
+    return 0;
+  }
+  return (size_t)cp_size_opt_resolve(opt, total);
+}
+
+/* Called by the pool under its lock: the trace sees a free before the block
+ * can be handed to anyone else. */
+static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream) {
+  (void)ctx;
+  if (!cp_trace_enabled()) return;
+  switch (what) {
+  case CP_OBSERVED_ALLOC: cp_trace_alloc(addr, size, stream); break;
+  case CP_OBSERVED_FREE: cp_trace_free(addr, size, stream); break;
+  case CP_OBSERVED_ALLOC_FAILED: cp_trace_alloc_failure(size, stream); break;
+  }
+}
+
+static cp_pool_t *create_pool(cp_device_t *dev) {
+  const cp_api_t *api = cp_api();
+  if (!api) return NULL;
+  size_t free_bytes = 0, total = 0;
+  if (api->mem_get_info(&free_bytes, &total) != 0) total = 0;
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  size_t limit = resolve_size(&cp_opts.limit, total, "CUDAPOOL_LIMIT");
+  size_t max_cached = resolve_size(&cp_opts.max_cached, total, "CUDAPOOL_MAX_CACHED");
+  if (limit) cfg.limit = limit;
+  if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
+  if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
+  if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
+  cp_backend_t be = cp_cuda_backend(dev);
+  cp_pool_t *pool = NULL;
+  if (cp_pool_create(&pool, cp_device_id(dev), &cfg, &be) != 0) return NULL;
+  if (cp_opts.trace[0]) cp_pool_set_observer(pool, trace_observer, NULL);
+  return pool;
+}
+
+cp_pool_t *cp_serve_pool(cp_device_t *dev) { return cp_device_pool_or_create(dev, create_pool); }
+
+/* ---- allocations and frees ------------------------------------------------------- */
+
+cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
+  /* During a strict capture the program's call must fail or succeed (and
+   * invalidate the capture or not) exactly as natively. */
+  if (!dev || cp_capture_strict_active()) return CP_FORWARD;
+  cp_pool_t *pool = cp_serve_pool(dev);
+  if (!pool) return CP_FORWARD;
+  int rc = cp_alloc(pool, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out);
+  if (rc == 0) return CP_SERVED;
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  /* Without a limit the pool gave back all it could, and a failure other
+   * than out-of-memory is the device's to report: the program's own call,
+   * made now, fails (or succeeds) exactly as natively. */
+  if (cfg.limit == CP_NO_LIMIT || rc != ENOMEM) return CP_FORWARD;
+  return CP_OUT_OF_MEMORY;
+}
+
+bool cp_serve_owned(uintptr_t p) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool && cp_block_size(pool, p)) return true;
+  }
+  return false;
+}
+
+int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
+  if (cp_capture_strict_active() && cp_serve_owned(p)) {
+    int rc = layer->capture_probe(p);
+    if (rc != 0) return rc;
+  }
+  unsigned flags = 0;
+  if (cp_opts.mode == CP_MODE_SYNC) {
+    /* The program may use the free as a barrier for host reads. */
+    int rc = layer->synchronize();
+    if (rc != 0) return rc;
+    flags = CP_FREE_DEVICE_IDLE;
+  }
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    int rc = pool ? cp_free(pool, p, cp_device_reuse_key(dev), flags) : ENOENT;
+    if (rc == 0) return 0;
+    if (rc == EINVAL) return layer->real_free(p | 1);
+  }
+  return layer->real_free(p);
+}
+
+/* ---- synchronisations ------------------------------------------------------------ */
+
+/* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
+ * CU_STREAM_PER_THREAD: the same handles at both layers. */
+enum { STREAM_LEGACY = 0x1, STREAM_PER_THREAD = 0x2 };
+
+cp_sync_t cp_serve_sync_begin(cp_device_t *dev) {
+  cp_sync_t s = {.dev = dev, .pool = dev ? cp_device_pool_if_any(dev) : NULL};
+  if (s.pool) s.mark = cp_sync_mark(s.pool);
+  return s;
+}
+
+void cp_serve_synced_stream(const cp_sync_t *s, bool ok, uintptr_t stream, bool per_thread_api) {
+  if (stream == STREAM_PER_THREAD || (per_thread_api && stream == 0)) cp_note_per_thread_stream();
+  if (s->dev && cp_trace_enabled()) cp_trace_sync_stream((uint64_t)stream);
+  if (!ok || !s->pool) return;
+  bool legacy = !per_thread_api && (stream == 0 || stream == STREAM_LEGACY);
+  cp_synced_stream(s->pool, s->mark, (uint64_t)stream, legacy, cp_device_nonblocking_live(s->dev));
+}
+
+void cp_serve_synced_device(const cp_sync_t *s, bool ok) {
+  if (s->dev && cp_trace_enabled()) cp_trace_sync_device();
+  if (ok && s->pool) cp_sync_device(s->pool, s->mark);
+}
+
+/* ---- streams --------------------------------------------------------------------- */
+
+bool cp_serve_special_stream(uintptr_t stream) {
+  return stream == 0 || stream == STREAM_LEGACY || stream == STREAM_PER_THREAD;
+}
+
+void cp_serve_stream_destroying(uintptr_t stream) { cp_stream_destroying((cudaStream_t)stream); }
+
+/* A capture dies with the stream that began it. */
+void cp_serve_stream_destroyed(uintptr_t stream, bool ok) {
+  if (ok) cp_capture_forget_stream(stream);
+}
+
+/* ---- memory info ----------------------------------------------------------------- */
+
+void cp_serve_meminfo(cp_device_t *dev, bool create, size_t *free_bytes, size_t *total_bytes) {
+  cp_pool_t *pool = !dev ? NULL : create ? cp_serve_pool(dev) : cp_device_pool_if_any(dev);
+  if (!pool) return;
+  cudapool_stats_t s;
+  cp_get_stats(pool, &s);
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  size_t cached = (size_t)s.cached_bytes.current;
+  size_t free_now = *free_bytes + cached; /* cached memory is free to the program */
+  if (cfg.limit != CP_NO_LIMIT) {
+    size_t allocated = (size_t)s.allocated_bytes.current;
+    size_t under_limit = cfg.limit > allocated ? cfg.limit - allocated : 0;
+    if (free_now > under_limit) free_now = under_limit;
+    if (*total_bytes > cfg.limit) *total_bytes = cfg.limit;
+  }
+  *free_bytes = free_now < *total_bytes ? free_now : *total_bytes;
+}

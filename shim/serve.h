@@ -1,0 +1,85 @@
+/* serve.h: the serving rules, once for both API layers.
+ *
+ * The runtime wrappers (interpose.c) and the driver wrappers (driver_mem.c,
+ * driver_stream.c) decide only whether a call is theirs to serve (layer.h)
+ * and for which device, translate arguments, and map what these functions
+ * answer to cudaError_t or CUresult. Everything else is here: when a request
+ * is served from the pool or made natively, what a free of a pool block does
+ * (also during a strict capture and in CUDAPOOL_MODE=sync), what a completed
+ * synchronisation covers, what a stream's end does, what cudaMemGetInfo
+ * shows, how a device's pool is made, and what the trace records (through
+ * the pool's observer, so that events of one block keep their order).
+ *
+ * Codes: a layer's native result is an int, 0 for success (cudaSuccess and
+ * CUDA_SUCCESS); the functions below return such codes unchanged.
+ *
+ * Threads: every function may be called from any thread; the pool and the
+ * device table do their own locking. */
+#ifndef CUDAPOOL_SHIM_SERVE_H
+#define CUDAPOOL_SHIM_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+
+/* The pool of dev, made from the options on first use; NULL if it cannot be. */
+cp_pool_t *cp_serve_pool(cp_device_t *dev);
+
+typedef enum cp_alloc_verdict {
+  CP_SERVED,        /* *out is the program's block */
+  CP_FORWARD,       /* make the program's own call: it fails or succeeds natively */
+  CP_OUT_OF_MEMORY, /* over CUDAPOOL_LIMIT, or the device is full under it */
+} cp_alloc_verdict_t;
+
+/* An allocation of size (> 0) bytes for the program on dev (NULL: forward). */
+cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out);
+
+/* The calls of one layer that the free rule needs, each returning that
+ * layer's native code. */
+typedef struct cp_layer_calls {
+  /* The layer's own free of p, as the program would have made it. */
+  int (*real_free)(uintptr_t p);
+  /* Whether a strict capture lets this thread free p: 0 if it does, else
+   * the code the program's free must return (it failed natively too). */
+  int (*capture_probe)(uintptr_t p);
+  /* The layer's device synchronisation (CUDAPOOL_MODE=sync). */
+  int (*synchronize)(void);
+} cp_layer_calls_t;
+
+/* The program frees p (not 0): a pool block goes back to its pool; an
+ * interior pointer or a second free fails natively (the layer's free of
+ * p|1: never an allocation start, inside the same segment); any other
+ * pointer goes to the layer's free unchanged. */
+int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p);
+/* Whether p is the start of a live pool block, on any device. */
+bool cp_serve_owned(uintptr_t p);
+
+/* A synchronisation the program makes: begin before the real call, report
+ * after it with whether it succeeded. dev may be NULL (nothing covered). */
+typedef struct cp_sync {
+  cp_device_t *dev;
+  cp_pool_t *pool;
+  uint64_t mark;
+} cp_sync_t;
+cp_sync_t cp_serve_sync_begin(cp_device_t *dev);
+/* per_thread_api: the program called the _ptsz variant (stream 0 is then
+ * its per-thread default stream). */
+void cp_serve_synced_stream(const cp_sync_t *sync, bool ok, uintptr_t stream, bool per_thread_api);
+void cp_serve_synced_device(const cp_sync_t *sync, bool ok);
+
+/* The special handles (the legacy and per-thread default streams), which
+ * are never created or destroyed. */
+bool cp_serve_special_stream(uintptr_t stream);
+/* Around the program's stream destroy (not a special handle). */
+void cp_serve_stream_destroying(uintptr_t stream);
+void cp_serve_stream_destroyed(uintptr_t stream, bool ok);
+
+/* cudaMemGetInfo/cuMemGetInfo as the program should see them under the
+ * pool: cached bytes count as free, and a limit caps both. create: make the
+ * pool if there is none (the serving layer: frameworks size themselves from
+ * this before their first allocation, so a limit must show). */
+void cp_serve_meminfo(cp_device_t *dev, bool create, size_t *free_bytes, size_t *total_bytes);
+
+#endif
