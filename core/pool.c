@@ -14,6 +14,7 @@
 
 #define HASH_NONFATAL_OOM 1
 #include "pool_internal.h"
+#include "util.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -88,13 +89,7 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   return 0;
 }
 
-static void free_keyed(cp_subpool_t *sp) {
-  cp_keyed_t *k, *tmp;
-  HASH_ITER(hh, sp->keyed, k, tmp) {
-    HASH_DEL(sp->keyed, k);
-    free(k);
-  }
-}
+static void free_keyed(cp_subpool_t *sp) { CP_HASH_FREE_ALL(sp->keyed, cp_keyed_t); }
 
 static void teardown(cp_pool_t *pool, bool give_back) {
   if (!pool) return;
@@ -322,6 +317,13 @@ static void trim_to_max_cached(cp_pool_t *pool) {
     cp_release_free_segments(pool, pool->cfg.max_cached);
 }
 
+/* After blocks went back: the derived stats, the cache cap, then unlock. */
+static void settle_and_unlock(cp_pool_t *pool) {
+  cp_stats_refresh_derived(pool);
+  trim_to_max_cached(pool);
+  pthread_mutex_unlock(&pool->lock);
+}
+
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_active(pool, addr);
@@ -343,9 +345,7 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
     /* A block used on other streams too is ordered by nobody's own stream. */
     cp_pending_add(pool, b, b->n_recorded ? 0 : key);
   }
-  cp_stats_refresh_derived(pool);
-  trim_to_max_cached(pool);
-  pthread_mutex_unlock(&pool->lock);
+  settle_and_unlock(pool);
   return 0;
 }
 
@@ -392,9 +392,7 @@ void cp_sync_device(cp_pool_t *pool, uint64_t mark) {
   pool->stats.num_sync_points++;
   cp_complete_upto(pool, mark);
   cp_retire_fences_upto(pool, mark);
-  cp_stats_refresh_derived(pool);
-  trim_to_max_cached(pool);
-  pthread_mutex_unlock(&pool->lock);
+  settle_and_unlock(pool);
 }
 
 void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
@@ -409,9 +407,7 @@ void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
     }
     b = next;
   }
-  cp_stats_refresh_derived(pool);
-  trim_to_max_cached(pool);
-  pthread_mutex_unlock(&pool->lock);
+  settle_and_unlock(pool);
 }
 
 void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {

@@ -144,16 +144,22 @@ static cp_block_t *coalesce_for_key(cp_pool_t *pool, cp_block_t *b, const cp_key
   return b;
 }
 
+/* Into the free-order list after prev (NULL: at the head). */
+static void fifo_insert_after(cp_pool_t *pool, cp_block_t *prev, cp_block_t *b) {
+  b->fifo_prev = prev;
+  b->fifo_next = prev ? prev->fifo_next : pool->fifo_head;
+  if (b->fifo_next) b->fifo_next->fifo_prev = b;
+  else pool->fifo_tail = b;
+  if (prev) prev->fifo_next = b;
+  else pool->fifo_head = b;
+}
+
 void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
   cp_keyed_t *k = key ? keyed_get(subpool_of_block(pool, b), b->stream, key, true) : NULL;
   if (k) b = coalesce_for_key(pool, b, k);
   b->state = CP_BLOCK_PENDING;
   b->free_seq = ++pool->free_seq;
-  b->fifo_next = NULL;
-  b->fifo_prev = pool->fifo_tail;
-  if (pool->fifo_tail) pool->fifo_tail->fifo_next = b;
-  else pool->fifo_head = b;
-  pool->fifo_tail = b;
+  fifo_insert_after(pool, pool->fifo_tail, b);
   keyed_insert(k, b);
   pending_account(pool, b, +1);
 }
@@ -181,11 +187,7 @@ void cp_pending_remove(cp_pool_t *pool, cp_block_t *b) {
 
 void cp_pending_split(cp_pool_t *pool, cp_block_t *b, cp_block_t *rest) {
   if (rest) {
-    rest->fifo_prev = b;
-    rest->fifo_next = b->fifo_next;
-    if (b->fifo_next) b->fifo_next->fifo_prev = rest;
-    else pool->fifo_tail = rest;
-    b->fifo_next = rest;
+    fifo_insert_after(pool, b, rest);
     keyed_insert(b->keyed, rest);
     pending_account(pool, rest, +1);
   }
@@ -255,11 +257,17 @@ static void fence_new_frees(cp_pool_t *pool) {
   pool->stats.num_fences_recorded++;
 }
 
-bool cp_poll_fences(cp_pool_t *pool) {
+/* Retire fences oldest first while each has completed (wait: after waiting
+ * for it; stops at one the backend will not wait for). */
+static bool retire_fences(cp_pool_t *pool, bool wait) {
   fence_new_frees(pool);
   bool progress = false;
-  while (pool->fence_count &&
-         pool->be.fence_query(pool->be.ctx, pool->device, fence_front(pool)->fence) == 1) {
+  while (pool->fence_count) {
+    cp_fence_t f = fence_front(pool)->fence;
+    if (wait ? pool->be.fence_wait(pool->be.ctx, pool->device, f) != 0
+             : pool->be.fence_query(pool->be.ctx, pool->device, f) != 1)
+      break;
+    if (wait) pool->stats.num_fences_waited++;
     cp_complete_upto(pool, fence_front(pool)->covers);
     fence_pop(pool, true);
     progress = true;
@@ -267,18 +275,8 @@ bool cp_poll_fences(cp_pool_t *pool) {
   return progress;
 }
 
-bool cp_wait_fences(cp_pool_t *pool) {
-  fence_new_frees(pool);
-  bool progress = false;
-  while (pool->fence_count) {
-    if (pool->be.fence_wait(pool->be.ctx, pool->device, fence_front(pool)->fence) != 0) break;
-    pool->stats.num_fences_waited++;
-    cp_complete_upto(pool, fence_front(pool)->covers);
-    fence_pop(pool, true);
-    progress = true;
-  }
-  return progress;
-}
+bool cp_poll_fences(cp_pool_t *pool) { return retire_fences(pool, false); }
+bool cp_wait_fences(cp_pool_t *pool) { return retire_fences(pool, true); }
 
 void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq) {
   while (pool->fence_count && fence_front(pool)->covers <= seq) fence_pop(pool, true);

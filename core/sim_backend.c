@@ -1,6 +1,7 @@
 /* sim_backend.c: the simulated device (see sim_backend.h). Addresses come
  * from a sorted list of free ranges, first fit, 512-byte aligned. */
 #include "sim_backend.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -30,13 +31,9 @@ void cp_sim_init(cp_sim_t *sim, size_t capacity) {
 }
 
 void cp_sim_fini(cp_sim_t *sim) {
-  cp_sim_range_t *r, *tmp;
-  HASH_ITER(hh, sim->live, r, tmp) {
-    HASH_DEL(sim->live, r);
-    free(r);
-  }
+  CP_HASH_FREE_ALL(sim->live, cp_sim_range_t);
   while (sim->holes) {
-    r = sim->holes;
+    cp_sim_range_t *r = sim->holes;
     sim->holes = r->next;
     free(r);
   }

@@ -40,13 +40,27 @@ static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
 
 static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }
 
+/* Ordering work (barriers, fences) is issued only while no capture runs
+ * (false: not now), in the device's context, under the device lock. */
+static bool ordering_begin(cp_device_t *dev, int *token) {
+  if (!cp_capture_none_lock()) return false;
+  *token = cp_device_enter(dev);
+  pthread_mutex_lock(&dev->lock);
+  return true;
+}
+
+static void ordering_end(cp_device_t *dev, int token) {
+  pthread_mutex_unlock(&dev->lock);
+  cp_device_leave(token);
+  cp_capture_unlock();
+}
+
 static int cuda_barrier(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
+  int token;
+  if (!ordering_begin(dev, &token)) return -1;
   const cp_api_t *api = API();
-  if (!cp_capture_none_lock()) return -1;
-  int token = cp_device_enter(dev);
-  pthread_mutex_lock(&dev->lock);
   bool ok = ensure_event(api, &dev->barrier_event);
   cp_stream_entry_t *s, *tmp;
   HASH_ITER(hh, dev->streams, s, tmp) {
@@ -58,9 +72,7 @@ static int cuda_barrier(void *ctx, int device) {
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (ok && s->nonblocking) ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
   }
-  pthread_mutex_unlock(&dev->lock);
-  cp_device_leave(token);
-  cp_capture_unlock();
+  ordering_end(dev, token);
   return ok ? 0 : -1;
 }
 
@@ -101,9 +113,8 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
   (void)device;
   cp_device_t *dev = ctx;
   const cp_api_t *api = API();
-  if (!cp_capture_none_lock()) return -1;
-  int token = cp_device_enter(dev);
-  pthread_mutex_lock(&dev->lock);
+  int token;
+  if (!ordering_begin(dev, &token)) return -1;
   int n = atomic_load(&dev->live_nonblocking) + 1;
   cuda_fence_t *f = malloc(sizeof *f + (size_t)n * sizeof f->events[0]);
   bool ok = f != NULL;
@@ -125,9 +136,7 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
     free(f);
     f = NULL;
   }
-  pthread_mutex_unlock(&dev->lock);
-  cp_device_leave(token);
-  cp_capture_unlock();
+  ordering_end(dev, token);
   if (!f) return -1;
   *out = f;
   return 0;

@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "real.h"
 #include "shim.h"
+#include "util.h"
 
 static cp_device_t devices[CP_MAX_DEVICES];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
@@ -107,11 +108,7 @@ void cp_device_reset(cp_device_t *dev) {
   pthread_mutex_lock(&dev->lock);
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
   /* The reset destroyed the device's streams and events with it. */
-  cp_stream_entry_t *s, *tmp;
-  HASH_ITER(hh, dev->streams, s, tmp) {
-    HASH_DEL(dev->streams, s);
-    free(s);
-  }
+  CP_HASH_FREE_ALL(dev->streams, cp_stream_entry_t);
   atomic_store(&dev->live_streams, 0);
   atomic_store(&dev->live_nonblocking, 0);
   dev->barrier_event = NULL;

@@ -95,6 +95,13 @@ CP_DRV_SERVED(CP_DRV_DECLARE)
 /* In a wrapper: libcuda's own function, looked up first if the program
  * reached the wrapper before the shim found libcuda (-lcuda programs). */
 #define CP_DRV_REAL(name) (__atomic_load_n(&cp_drv.name, __ATOMIC_ACQUIRE) ? (void)0 : (void)cp_drv_ready())
+/* First statement of a wrapper: the real function, or the driver's own
+ * answer when libcuda lacks it. */
+#define CP_DRV_NEED(name)                                  \
+  do {                                                     \
+    CP_DRV_REAL(name);                                     \
+    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;   \
+  } while (0)
 
 /* Look libcuda up (again, until found). True when every needed function of
  * the driver flavour is known. */

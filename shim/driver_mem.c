@@ -29,8 +29,7 @@ static cp_device_t *serving_device(void) {
 }
 
 CUresult cp_w_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
-  CP_DRV_REAL(cuMemAlloc_v2);
-  if (!cp_drv.cuMemAlloc_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuMemAlloc_v2);
   cp_device_t *dev = dptr && bytesize ? serving_device() : NULL;
   uintptr_t p;
   switch (cp_serve_alloc(dev, bytesize, &p)) {
@@ -77,8 +76,7 @@ static size_t driver_pitch(int dev, size_t width, unsigned elem) {
 
 CUresult cp_w_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                                  unsigned int ElementSizeBytes) {
-  CP_DRV_REAL(cuMemAllocPitch_v2);
-  if (!cp_drv.cuMemAllocPitch_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuMemAllocPitch_v2);
   bool plain = dptr && pPitch && WidthInBytes && Height &&
                (ElementSizeBytes == 4 || ElementSizeBytes == 8 || ElementSizeBytes == 16);
   cp_device_t *dev = plain ? serving_device() : NULL;
@@ -118,8 +116,7 @@ static const cp_layer_calls_t driver_calls = {
     .real_free = drv_free, .capture_probe = drv_capture_probe, .synchronize = drv_synchronize};
 
 CUresult cp_w_cuMemFree_v2(CUdeviceptr dptr) {
-  CP_DRV_REAL(cuMemFree_v2);
-  if (!cp_drv.cuMemFree_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuMemFree_v2);
   /* At depth > 0 this is the shim's own call: a whole segment going back, or
    * a pointer the runtime layer found foreign. */
   if (!dptr || cp_inside || !cp_hooking()) return cp_drv.cuMemFree_v2(dptr);
@@ -127,8 +124,7 @@ CUresult cp_w_cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 CUresult cp_w_cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
-  CP_DRV_REAL(cuMemGetInfo_v2);
-  if (!cp_drv.cuMemGetInfo_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuMemGetInfo_v2);
   CUresult rc = cp_drv.cuMemGetInfo_v2(free_bytes, total_bytes);
   if (rc != CUDA_SUCCESS || !free_bytes || !total_bytes || cp_inside || !cp_hooking()) return rc;
   /* Whichever layer serves, memory the pool caches is free to the program. */

@@ -34,14 +34,12 @@ static CUresult sync_stream(CUresult (*real)(CUstream), CUstream stream, bool pe
 }
 
 CUresult cp_w_cuStreamSynchronize(CUstream hStream) {
-  CP_DRV_REAL(cuStreamSynchronize);
-  if (!cp_drv.cuStreamSynchronize) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuStreamSynchronize);
   return sync_stream(cp_drv.cuStreamSynchronize, hStream, false);
 }
 
 CUresult cp_w_cuStreamSynchronize_ptsz(CUstream hStream) {
-  CP_DRV_REAL(cuStreamSynchronize_ptsz);
-  if (!cp_drv.cuStreamSynchronize_ptsz) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuStreamSynchronize_ptsz);
   return sync_stream(cp_drv.cuStreamSynchronize_ptsz, hStream, true);
 }
 
@@ -62,14 +60,12 @@ static CUresult sync_context(CUcontext ctx, bool v2) {
 }
 
 CUresult cp_w_cuCtxSynchronize(void) {
-  CP_DRV_REAL(cuCtxSynchronize);
-  if (!cp_drv.cuCtxSynchronize) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuCtxSynchronize);
   return sync_context(NULL, false);
 }
 
 CUresult cp_w_cuCtxSynchronize_v2(CUcontext ctx) {
-  CP_DRV_REAL(cuCtxSynchronize_v2);
-  if (!cp_drv.cuCtxSynchronize_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuCtxSynchronize_v2);
   return sync_context(ctx, true);
 }
 
@@ -82,20 +78,17 @@ static CUresult stream_created(CUresult rc, const CUstream *stream, unsigned fla
 }
 
 CUresult cp_w_cuStreamCreate(CUstream *phStream, unsigned int Flags) {
-  CP_DRV_REAL(cuStreamCreate);
-  if (!cp_drv.cuStreamCreate) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuStreamCreate);
   return stream_created(cp_drv.cuStreamCreate(phStream, Flags), phStream, Flags);
 }
 
 CUresult cp_w_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
-  CP_DRV_REAL(cuStreamCreateWithPriority);
-  if (!cp_drv.cuStreamCreateWithPriority) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuStreamCreateWithPriority);
   return stream_created(cp_drv.cuStreamCreateWithPriority(phStream, flags, priority), phStream, flags);
 }
 
 CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
-  CP_DRV_REAL(cuStreamDestroy_v2);
-  if (!cp_drv.cuStreamDestroy_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  CP_DRV_NEED(cuStreamDestroy_v2);
   uintptr_t stream = (uintptr_t)hStream;
   if (cp_serve_special_stream(stream) || !cp_hooking()) return cp_drv.cuStreamDestroy_v2(hStream);
   if (keeping_books()) cp_serve_stream_destroying(stream);
@@ -112,8 +105,7 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
  * count as strict, the safe side). */
 #define CP_BEGIN(name, per_thread, mode_expr, params, args)                  \
   CUresult cp_w_##name params {                                              \
-    CP_DRV_REAL(name);                                                       \
-    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                     \
+    CP_DRV_NEED(name);                                                     \
     if (!keeping_books()) return cp_drv.name args;                           \
     if (per_thread) cp_note_per_thread_stream();                             \
     cp_capture_begin_lock();                                                 \
@@ -141,8 +133,7 @@ CP_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true, mode,
 /* End: invalidated captures end too; other errors leave it running. */
 #define CP_END(name)                                                         \
   CUresult cp_w_##name(CUstream hStream, CUgraph *phGraph) {                 \
-    CP_DRV_REAL(name);                                                       \
-    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                     \
+    CP_DRV_NEED(name);                                                     \
     if (!keeping_books()) return cp_drv.name(hStream, phGraph);              \
     cp_capture_end_lock();                                                   \
     CUresult rc = cp_drv.name(hStream, phGraph);                             \
@@ -164,37 +155,29 @@ static void context_gone(CUdevice dev) {
   if (d) cp_device_reset(d);
 }
 
-/* The runtime asks for the first variants (CUDA 7.0) of reset and release,
+/* Reset destroys the primary context; the last release does too. The
+ * runtime asks for the first variants (CUDA 7.0) of reset and release,
  * libraries for the second (11.0): both are served alike. */
-#define CP_RESET(name)                                                        \
+static bool primary_gone_after_release(CUdevice dev) {
+  unsigned flags = 0;
+  int active = 1;
+  return cp_drv.cuDevicePrimaryCtxGetState &&
+         cp_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
+}
+
+#define CP_CTX_END(name, gone)                                                \
   CUresult cp_w_##name(CUdevice dev) {                                        \
-    CP_DRV_REAL(name);                                                        \
-    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                      \
+    CP_DRV_NEED(name);                                                      \
     CUresult rc = cp_drv.name(dev);                                           \
-    if (rc == CUDA_SUCCESS) context_gone(dev);                                \
+    if (rc == CUDA_SUCCESS && (gone)) context_gone(dev);                      \
     return rc;                                                                \
   }
 
-/* The last release destroys the primary context. */
-#define CP_RELEASE(name)                                                      \
-  CUresult cp_w_##name(CUdevice dev) {                                        \
-    CP_DRV_REAL(name);                                                        \
-    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;                      \
-    CUresult rc = cp_drv.name(dev);                                           \
-    unsigned flags = 0;                                                       \
-    int active = 1;                                                           \
-    if (rc == CUDA_SUCCESS && cp_drv.cuDevicePrimaryCtxGetState &&            \
-        cp_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active) \
-      context_gone(dev);                                                      \
-    return rc;                                                                \
-  }
-
-CP_RESET(cuDevicePrimaryCtxReset)
-CP_RESET(cuDevicePrimaryCtxReset_v2)
-CP_RELEASE(cuDevicePrimaryCtxRelease)
-CP_RELEASE(cuDevicePrimaryCtxRelease_v2)
-#undef CP_RESET
-#undef CP_RELEASE
+CP_CTX_END(cuDevicePrimaryCtxReset, true)
+CP_CTX_END(cuDevicePrimaryCtxReset_v2, true)
+CP_CTX_END(cuDevicePrimaryCtxRelease, primary_gone_after_release(dev))
+CP_CTX_END(cuDevicePrimaryCtxRelease_v2, primary_gone_after_release(dev))
+#undef CP_CTX_END
 
 CP_DRV_EXPORT(cuStreamSynchronize)
 CP_DRV_EXPORT(cuStreamSynchronize_ptsz)

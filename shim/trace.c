@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 #define BUF_BYTES (64 * 1024)
 #define MAX_QUEUE 64 /* queued buffers (4 MiB) before a recording thread waits */
 #define MAX_SPARE 16
@@ -100,11 +102,7 @@ static _Thread_local tbuf_t *my_buf __attribute__((tls_model("initial-exec")));
 static const char A_ALLOC[] = "allocate", A_FREE[] = "free", A_FAIL[] = "allocate failure",
                   A_SYNC_STREAM[] = "sync_stream", A_SYNC_DEVICE[] = "sync_device";
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define now_ns cp_monotonic_ns
 
 /* ---- formatting and writing (file_lock held) -------------------------- */
 

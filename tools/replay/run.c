@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "sim_backend.h"
+#include "util.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -37,11 +38,7 @@ void rp_opts_default(rp_opts_t *o) {
   o->repeat = 5;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#define now_ns cp_monotonic_ns
 
 typedef struct run {
   cp_sim_t sim;
