@@ -3,7 +3,9 @@
  * cp_alloc serves a request, in this order: the best-fitting ready block or
  * pending block of the caller's own (stream, key); a barrier if pending
  * blocks exist, then the same search; completed fences; a new segment; on
- * failure, wait for fences, release whole free segments, retry; then ENOMEM.
+ * failure, wait for fences, release whole free segments, retry; release the
+ * segments that hold no live block (their pending blocks with them: the
+ * backend's free waits for the device), retry; then ENOMEM.
  * cp_free moves an ACTIVE block to PENDING (or READY when nothing can touch
  * it) and never calls the backend.
  *
@@ -287,6 +289,8 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
       if (!b) fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
       if (!b && cp_release_free_segments(pool, 0) > 0)
         fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
+      if (!b && cp_release_idle_segments(pool) > 0)
+        fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
     }
   }
   if (!b) return refuse(pool, size, stream, grow_rc && grow_rc != ENOMEM ? grow_rc : ENOMEM);
@@ -355,6 +359,17 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
   size_t size = b ? b->size : 0;
   pthread_mutex_unlock(&pool->lock);
   return size;
+}
+
+bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
+  pthread_mutex_lock(&pool->lock);
+  cp_segment_t *seg = cp_segment_containing(pool, addr);
+  cp_block_t *b = seg ? seg->first : NULL;
+  while (b && addr - b->addr >= b->size) b = b->next;
+  bool found = b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested;
+  if (found) *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
+  pthread_mutex_unlock(&pool->lock);
+  return found;
 }
 
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {

@@ -96,6 +96,16 @@ typedef void cp_observer_fn(void *ctx, cp_observed_t what, uintptr_t addr, size_
 void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx);
 /* Size of the live block at addr, 0 when none. */
 size_t cp_block_size(cp_pool_t *pool, uintptr_t addr);
+/* The live block whose requested bytes contain addr (any address inside it,
+ * not only its start), as the program sees it: where it starts, the bytes it
+ * asked for, and whether it starts its segment (the backend allocation: what
+ * CUDA itself describes for any pointer into it). */
+typedef struct cp_block_info {
+  uintptr_t start;
+  size_t size;
+  bool segment_start;
+} cp_block_info_t;
+bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out);
 /* Keep the live block at addr pending, once freed, until a barrier, fence or
  * device synchronisation, or a synchronisation of `stream` too. 0 or ENOENT. */
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream);

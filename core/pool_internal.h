@@ -82,6 +82,7 @@ void cp_block_recycle(cp_pool_t *pool, cp_block_t *block);
 int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out);
 void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg);
 size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached);
+size_t cp_release_idle_segments(cp_pool_t *pool);
 cp_segment_t *cp_segment_containing(cp_pool_t *pool, uintptr_t addr);
 void cp_segments_init(cp_pool_t *pool);
 

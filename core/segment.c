@@ -87,6 +87,42 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   free(seg);
 }
 
+static cp_block_t *first_pending(const cp_segment_t *seg, bool *idle) {
+  *idle = true;
+  for (cp_block_t *b = seg->first; b; b = b->next) {
+    if (b->state == CP_BLOCK_ACTIVE) *idle = false;
+    if (b->state == CP_BLOCK_PENDING) return b;
+  }
+  return NULL;
+}
+
+/* The last resort when pending blocks cannot be made ready (no barrier or
+ * fence may be issued, as during some stream captures): a segment with no
+ * ACTIVE block goes back whole, its PENDING blocks with it. The backend's
+ * free waits for the device, so nothing it may still touch is reclaimed
+ * early, and no block of it is ever handed out again. */
+size_t cp_release_idle_segments(cp_pool_t *pool) {
+  size_t released = 0;
+  cp_segment_t *seg = pool->oldest;
+  while (seg) {
+    cp_segment_t *newer = seg->newer;
+    bool idle;
+    cp_block_t *b;
+    /* One at a time: making a block ready may merge its neighbours away. */
+    while ((b = first_pending(seg, &idle)) && idle) {
+      cp_pending_remove(pool, b);
+      cp_make_ready(pool, b);
+    }
+    if (cp_segment_is_free(seg)) {
+      released += seg->size;
+      cp_segment_release(pool, seg);
+    }
+    seg = newer;
+  }
+  cp_stats_refresh_derived(pool);
+  return released;
+}
+
 size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached) {
   size_t released = 0;
   cp_segment_t *seg = pool->oldest;

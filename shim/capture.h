@@ -12,17 +12,22 @@
  * ordering work takes it for reading with cp_capture_none_lock().
  *
  * Invariant: captures_active counts the list; strict_captures_active counts
- * its strict entries. Lock order: capture lock, then a device lock, then a
- * pool lock is never taken inside (device.h). */
+ * its strict entries; every record's pre-capture event is destroyed when
+ * the record goes. */
 #ifndef CUDAPOOL_SHIM_CAPTURE_H
 #define CUDAPOOL_SHIM_CAPTURE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Lock order: the capture lock before a device lock. */
+
 /* Around the real begin call: lock, call, then report whether it succeeded
- * (strict: any mode but relaxed), which unlocks. */
-void cp_capture_begin_lock(void);
+ * (strict: any mode but relaxed), which unlocks. The lock also records an
+ * event on the stream, before the capture begins: it covers the stream's
+ * work from before the capture, which ordering work issued during the
+ * capture waits on instead of touching the capturing stream. */
+void cp_capture_begin_lock(uintptr_t stream);
 void cp_capture_begin_done(bool began, uintptr_t stream, bool strict);
 /* Around the real end call: ended is true when the capture is over (the call
  * succeeded, or reported the capture invalidated). */
@@ -30,11 +35,22 @@ void cp_capture_end_lock(void);
 void cp_capture_end_done(bool ended, uintptr_t stream);
 /* The stream was destroyed: a capture it began has ended with it. */
 void cp_capture_forget_stream(uintptr_t stream);
+/* Whether stream is capturing now. */
+bool cp_capture_stream_capturing(uintptr_t stream);
 /* Any capture in global or thread-local mode in progress. */
 bool cp_capture_strict_active(void);
 /* True (and the lock held for reading) when no capture is in progress; then
  * call cp_capture_unlock(). */
 bool cp_capture_none_lock(void);
+/* True (and the lock held for reading) when no capture is in progress or
+ * every one is relaxed and has its pre-capture event: ordering work that
+ * leaves the capturing streams alone may then be issued. */
+bool cp_capture_relaxed_lock(void);
 void cp_capture_unlock(void);
+/* With the lock held: whether stream is capturing, and its pre-capture
+ * event (a cudaEvent_t, or NULL). */
+bool cp_capture_of(uintptr_t stream, void **pre_event);
+/* With the lock held: the number of captures in progress. */
+int cp_capture_count(void);
 
 #endif

@@ -9,8 +9,14 @@
  * stream made to wait on E. The legacy stream already orders every blocking
  * stream (per-thread default streams included), so after it all future work
  * on every known stream runs after all past work: no host wait. A fence is
- * the same events, queried or waited on later. Neither is ever issued while
- * a capture is in progress on the device: it would join or break it.
+ * the same events, queried or waited on later. Neither may touch a capturing
+ * stream (it would join or break the capture), nor the legacy stream while
+ * a blocking stream captures. So during captures they are issued only when
+ * every capture is relaxed and on a non-blocking stream of this device: the
+ * capturing stream is then represented by the event recorded on it just
+ * before its capture began (capture.h), and waits for the last barrier when
+ * its capture ends. Otherwise they are refused, and the pool falls back on
+ * releasing segments that hold no live block.
  *
  * Called by the core with the pool lock held; takes the device lock. */
 #include <errno.h>
@@ -40,13 +46,36 @@ static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
 
 static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }
 
-/* Ordering work (barriers, fences) is issued only while no capture runs
- * (false: not now), in the device's context, under the device lock. */
+/* With the device lock held: whether stream s is capturing, and the event
+ * that covers its work from before the capture. */
+static bool capturing(const cp_stream_entry_t *s, void **pre_event) {
+  return cp_capture_count() && cp_capture_of((uintptr_t)s->stream, pre_event);
+}
+
+/* Ordering work may go on while captures run if every one is relaxed, on a
+ * non-blocking stream of this device, with its pre-capture event: then the
+ * legacy stream is free to use (it covers no capturing stream), and the
+ * capturing streams are left alone, their earlier work covered by their
+ * pre-capture events. */
+static bool captures_allow_ordering(cp_device_t *dev) {
+  int n = cp_capture_count(), covered = 0;
+  cp_stream_entry_t *s, *tmp;
+  void *pre;
+  HASH_ITER(hh, dev->streams, s, tmp) covered += s->nonblocking && capturing(s, &pre);
+  return covered == n;
+}
+
+/* Ordering work (barriers, fences) is issued in the device's context, under
+ * the device lock, and only where captures allow it (false: not now). */
 static bool ordering_begin(cp_device_t *dev, int *token) {
-  if (!cp_capture_none_lock()) return false;
+  if (!cp_capture_relaxed_lock()) return false;
   *token = cp_device_enter(dev);
   pthread_mutex_lock(&dev->lock);
-  return true;
+  if (captures_allow_ordering(dev)) return true;
+  pthread_mutex_unlock(&dev->lock);
+  cp_device_leave(*token);
+  cp_capture_unlock();
+  return false;
 }
 
 static void ordering_end(cp_device_t *dev, int token) {
@@ -63,14 +92,18 @@ static int cuda_barrier(void *ctx, int device) {
   const cp_api_t *api = API();
   bool ok = ensure_event(api, &dev->barrier_event);
   cp_stream_entry_t *s, *tmp;
+  void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (!ok || !s->nonblocking) continue;
-    ok = s->event && api->event_record(s->event, s->stream) == 0 &&
-         api->stream_wait(cudaStreamLegacy, s->event) == 0;
+    if (capturing(s, &pre)) ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
+    else
+      ok = s->event && api->event_record(s->event, s->stream) == 0 &&
+           api->stream_wait(cudaStreamLegacy, s->event) == 0;
   }
   ok = ok && api->event_record(dev->barrier_event, cudaStreamLegacy) == 0;
+  /* A capturing stream waits when its capture ends (cp_stream_after_barriers). */
   HASH_ITER(hh, dev->streams, s, tmp) {
-    if (ok && s->nonblocking) ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
+    if (ok && s->nonblocking && !capturing(s, &pre)) ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
   }
   ordering_end(dev, token);
   return ok ? 0 : -1;
@@ -120,8 +153,14 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
   bool ok = f != NULL;
   if (f) f->n = 0;
   cp_stream_entry_t *s, *tmp;
+  void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (!ok || !s->nonblocking || f->n == n - 1) continue;
+    /* The legacy event recorded below then covers the pre-capture work. */
+    if (capturing(s, &pre)) {
+      ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
+      continue;
+    }
     cudaEvent_t ev = take_event(dev);
     ok = ev && api->event_record(ev, s->stream) == 0;
     if (ev) f->events[f->n++] = ev;
@@ -157,7 +196,7 @@ static int cuda_fence_query(void *ctx, int device, cp_fence_t fence) {
 static int cuda_fence_wait(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   const cp_api_t *api = API();
-  if (!cp_capture_none_lock()) return -1;
+  if (!cp_capture_relaxed_lock()) return -1;
   cuda_fence_t *f = fence;
   int token = cp_device_enter(ctx), rc = 0;
   for (int i = 0; i < f->n && rc == 0; i++) rc = api->event_sync(f->events[i]);

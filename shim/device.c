@@ -104,6 +104,25 @@ cp_device_t *cp_next_device_with_pool(int *next) {
   return NULL;
 }
 
+/* Pools of reset devices. Other threads may still be inside one (a reset
+ * while they allocate), so it is never freed: its device memory went with
+ * the context, and what stays is its bookkeeping, kept reachable here. */
+typedef struct retired_pool {
+  cp_pool_t *pool;
+  struct retired_pool *next;
+} retired_pool_t;
+static retired_pool_t *retired_pools;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void retire(cp_pool_t *pool) {
+  retired_pool_t *r = malloc(sizeof *r);
+  if (!r) return; /* unreachable then, still never freed */
+  pthread_mutex_lock(&retired_lock);
+  *r = (retired_pool_t){.pool = pool, .next = retired_pools};
+  retired_pools = r;
+  pthread_mutex_unlock(&retired_lock);
+}
+
 void cp_device_reset(cp_device_t *dev) {
   pthread_mutex_lock(&dev->lock);
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
@@ -114,7 +133,7 @@ void cp_device_reset(cp_device_t *dev) {
   dev->barrier_event = NULL;
   dev->n_spare = 0;
   pthread_mutex_unlock(&dev->lock);
-  if (pool) cp_pool_drop(pool);
+  if (pool) retire(pool);
 }
 
 /* A new non-blocking stream is ordered after nothing, yet may be handed
@@ -171,9 +190,13 @@ static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStre
     HASH_DEL(dev->streams, s);
     atomic_fetch_sub(&dev->live_streams, 1);
     if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
-    if (s->event && api && no_capture && api->event_record(s->event, stream) == 0)
-      api->stream_wait(cudaStreamLegacy, s->event);
-    if (s->event && api) api->event_destroy(s->event);
+    /* The legacy stream waits only for live blocking streams: work still
+     * queued on a destroyed one, blocking or not, is made to precede the
+     * legacy stream's next work here, so later barriers cover it. */
+    cudaEvent_t ev = s->event;
+    if (!ev && api && no_capture && api->event_create(&ev) != 0) ev = NULL;
+    if (ev && no_capture && api->event_record(ev, stream) == 0) api->stream_wait(cudaStreamLegacy, ev);
+    if (ev) api->event_destroy(ev);
     free(s);
   }
   pthread_mutex_unlock(&dev->lock);
@@ -188,6 +211,22 @@ void cp_stream_destroying(cudaStream_t stream) {
     if (atomic_load(&dev->live_streams) && stream_destroying_on(api, dev, stream, no_capture)) break;
   }
   if (no_capture) cp_capture_unlock();
+}
+
+void cp_stream_after_barriers(cudaStream_t stream) {
+  const cp_api_t *api = cp_api();
+  if (!api || !cp_capture_relaxed_lock()) return; /* lock order: capture, device */
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    cp_device_t *dev = cp_device(i);
+    if (!atomic_load(&dev->live_streams)) continue;
+    pthread_mutex_lock(&dev->lock);
+    cp_stream_entry_t *s;
+    HASH_FIND_PTR(dev->streams, &stream, s);
+    if (s && dev->barrier_event) api->stream_wait(stream, dev->barrier_event);
+    pthread_mutex_unlock(&dev->lock);
+    if (s) break;
+  }
+  cp_capture_unlock();
 }
 
 void cp_note_per_thread_stream(void) { atomic_store(&per_thread_stream_seen, true); }

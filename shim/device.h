@@ -62,7 +62,8 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 /* The first device at or after index *next whose pool exists, or NULL;
  * advances *next past it. For walking every pool. */
 cp_device_t *cp_next_device_with_pool(int *next);
-/* Forget the device's pool without freeing it in CUDA (cudaDeviceReset). */
+/* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
+ * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);
 /* Whether a non-blocking stream the program created is live on it. */
 bool cp_device_nonblocking_live(const cp_device_t *dev);
@@ -73,6 +74,9 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
 /* Before the real cudaStreamDestroy: orders its pending work before later
  * legacy-stream work, so a barrier issued after it still covers that work. */
 void cp_stream_destroying(cudaStream_t stream);
+/* The stream (known on some device) waits for the last barrier issued there:
+ * a stream that was capturing was left out of the barriers meanwhile. */
+void cp_stream_after_barriers(cudaStream_t stream);
 /* Key for same-thread reuse on this device now, 0 when it would be unsafe:
  * only while the program has created no streams on it and uses no per-thread
  * default stream, so all of a thread's work is ordered by its own order. */

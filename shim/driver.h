@@ -27,6 +27,9 @@
 
 #include "device.h"
 
+/* Exported by libcuda, declared by no header. */
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+
 /* The served variants: X(name). Each has a wrapper named cp_w_<name>. */
 #define CP_DRV_SERVED(X)            \
   X(cuMemAlloc_v2)                  \
@@ -53,7 +56,13 @@
   X(cuStreamEndCapture)             \
   X(cuStreamEndCapture_ptsz)        \
   X(cuGetProcAddress)               \
-  X(cuGetProcAddress_v2)
+  X(cuGetProcAddress_v2)            \
+  X(cuMemFreeAsync)                 \
+  X(cuMemFreeAsync_ptsz)            \
+  X(cuMemGetAddressRange_v2)        \
+  X(cuPointerGetAttribute)          \
+  X(cuPointerGetAttributes)         \
+  X(cuIpcGetMemHandle)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
  * driver flavour cannot work without it. */

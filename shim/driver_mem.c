@@ -132,6 +132,85 @@ CUresult cp_w_cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   return rc;
 }
 
+/* ---- stream-ordered frees -------------------------------------------------------- */
+
+static int drv_free_async(uintptr_t p, uintptr_t stream) {
+  return cp_drv.cuMemFreeAsync((CUdeviceptr)p, (CUstream)stream);
+}
+
+static int drv_free_async_ptsz(uintptr_t p, uintptr_t stream) {
+  return cp_drv.cuMemFreeAsync_ptsz((CUdeviceptr)p, (CUstream)stream);
+}
+
+CUresult cp_w_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  CP_DRV_NEED(cuMemFreeAsync);
+  if (!dptr || cp_inside || !cp_hooking()) return cp_drv.cuMemFreeAsync(dptr, hStream);
+  return (CUresult)cp_serve_free_async(drv_free_async, (uintptr_t)dptr, (uintptr_t)hStream);
+}
+
+CUresult cp_w_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  CP_DRV_NEED(cuMemFreeAsync_ptsz);
+  if (!dptr || cp_inside || !cp_hooking()) return cp_drv.cuMemFreeAsync_ptsz(dptr, hStream);
+  return (CUresult)cp_serve_free_async(drv_free_async_ptsz, (uintptr_t)dptr, (uintptr_t)hStream);
+}
+
+/* ---- calls that describe an allocation ---------------------------------------- */
+/* Natively they describe the allocation a pointer lies in; a pool block is
+ * the program's allocation, not the segment it was carved from. */
+
+static bool describes_pool_block(CUdeviceptr ptr, cp_block_info_t *b) {
+  return ptr && cp_inside == 0 && cp_hooking() && cp_serve_block_of((uintptr_t)ptr, b);
+}
+
+CUresult cp_w_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
+  CP_DRV_NEED(cuMemGetAddressRange_v2);
+  CUresult rc = cp_drv.cuMemGetAddressRange_v2(pbase, psize, dptr);
+  cp_block_info_t b;
+  if (rc == CUDA_SUCCESS && describes_pool_block(dptr, &b)) {
+    if (pbase) *pbase = (CUdeviceptr)b.start;
+    if (psize) *psize = b.size;
+  }
+  return rc;
+}
+
+static void describe_range(CUpointer_attribute attribute, void *data, const cp_block_info_t *b) {
+  if (!data) return;
+  if (attribute == CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) *(CUdeviceptr *)data = (CUdeviceptr)b->start;
+  if (attribute == CU_POINTER_ATTRIBUTE_RANGE_SIZE) *(size_t *)data = b->size;
+}
+
+CUresult cp_w_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  CP_DRV_NEED(cuPointerGetAttribute);
+  CUresult rc = cp_drv.cuPointerGetAttribute(data, attribute, ptr);
+  cp_block_info_t b;
+  if (rc == CUDA_SUCCESS && describes_pool_block(ptr, &b)) describe_range(attribute, data, &b);
+  return rc;
+}
+
+CUresult cp_w_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+                                     CUdeviceptr ptr) {
+  CP_DRV_NEED(cuPointerGetAttributes);
+  CUresult rc = cp_drv.cuPointerGetAttributes(numAttributes, attributes, data, ptr);
+  cp_block_info_t b;
+  if (rc == CUDA_SUCCESS && attributes && data && describes_pool_block(ptr, &b))
+    for (unsigned i = 0; i < numAttributes; i++) describe_range(attributes[i], data[i], &b);
+  return rc;
+}
+
+/* A pool block that cannot be exported fails as an invalid pointer does. */
+CUresult cp_w_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+  CP_DRV_NEED(cuIpcGetMemHandle);
+  if (dptr && cp_inside == 0 && cp_hooking() && !cp_serve_ipc_exportable((uintptr_t)dptr))
+    return cp_drv.cuIpcGetMemHandle(pHandle, 0);
+  return cp_drv.cuIpcGetMemHandle(pHandle, dptr);
+}
+
+CP_DRV_EXPORT(cuMemFreeAsync)
+CP_DRV_EXPORT(cuMemFreeAsync_ptsz)
+CP_DRV_EXPORT(cuMemGetAddressRange_v2)
+CP_DRV_EXPORT(cuPointerGetAttribute)
+CP_DRV_EXPORT(cuPointerGetAttributes)
+CP_DRV_EXPORT(cuIpcGetMemHandle)
 CP_DRV_EXPORT(cuMemAlloc_v2)
 CP_DRV_EXPORT(cuMemAllocPitch_v2)
 CP_DRV_EXPORT(cuMemFree_v2)

@@ -108,7 +108,7 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
     CP_DRV_NEED(name);                                                     \
     if (!keeping_books()) return cp_drv.name args;                           \
     if (per_thread) cp_note_per_thread_stream();                             \
-    cp_capture_begin_lock();                                                 \
+    cp_capture_begin_lock((uintptr_t)hStream);                               \
     CUresult rc = cp_drv.name args;                                          \
     cp_capture_begin_done(rc == CUDA_SUCCESS, (uintptr_t)hStream,            \
                           (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED);    \
@@ -137,8 +137,8 @@ CP_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true, mode,
     if (!keeping_books()) return cp_drv.name(hStream, phGraph);              \
     cp_capture_end_lock();                                                   \
     CUresult rc = cp_drv.name(hStream, phGraph);                             \
-    cp_capture_end_done(rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, \
-                        (uintptr_t)hStream);                                 \
+    cp_serve_capture_ended(rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, \
+                           (uintptr_t)hStream);                              \
     return rc;                                                               \
   }
 

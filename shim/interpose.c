@@ -51,6 +51,32 @@ CP_EXPORT cudaError_t cudaFree(void *devPtr) {
   return (cudaError_t)cp_serve_free(&runtime_calls, (uintptr_t)devPtr);
 }
 
+static int rt_free_async(uintptr_t p, uintptr_t stream) {
+  return cp_real.cudaFreeAsync((void *)p, (cudaStream_t)stream);
+}
+
+static int rt_free_async_ptsz(uintptr_t p, uintptr_t stream) {
+  return cp_real.cudaFreeAsync_ptsz((void *)p, (cudaStream_t)stream);
+}
+
+CP_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+  if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync(devPtr, hStream);
+  return (cudaError_t)cp_serve_free_async(rt_free_async, (uintptr_t)devPtr, (uintptr_t)hStream);
+}
+
+CP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
+  if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync_ptsz(devPtr, hStream);
+  return (cudaError_t)cp_serve_free_async(rt_free_async_ptsz, (uintptr_t)devPtr, (uintptr_t)hStream);
+}
+
+/* A pool block that cannot be exported fails as an invalid pointer does, so
+ * the runtime records the error for cudaGetLastError() too. */
+CP_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
+  if (cp_shim_init() && devPtr && !cp_serve_ipc_exportable((uintptr_t)devPtr))
+    return cp_real.cudaIpcGetMemHandle(handle, NULL);
+  return cp_real.cudaIpcGetMemHandle(handle, devPtr);
+}
+
 CP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   bool on = cp_shim_init();
   cudaError_t rc = cp_real.cudaMemGetInfo(free_bytes, total_bytes);
@@ -131,7 +157,7 @@ CP_EXPORT cudaError_t cudaDeviceReset(void) {
 
 static cudaError_t begin_capture(__typeof__(cudaStreamBeginCapture) *real, cudaStream_t stream,
                                  enum cudaStreamCaptureMode mode) {
-  cp_capture_begin_lock();
+  cp_capture_begin_lock((uintptr_t)stream);
   cudaError_t rc = real(stream, mode);
   cp_capture_begin_done(rc == cudaSuccess, (uintptr_t)stream, mode != cudaStreamCaptureModeRelaxed);
   return rc;
@@ -141,7 +167,7 @@ static cudaError_t begin_capture(__typeof__(cudaStreamBeginCapture) *real, cudaS
 static cudaError_t end_capture(__typeof__(cudaStreamEndCapture) *real, cudaStream_t stream, cudaGraph_t *graph) {
   cp_capture_end_lock();
   cudaError_t rc = real(stream, graph);
-  cp_capture_end_done(rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated, (uintptr_t)stream);
+  cp_serve_capture_ended(rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated, (uintptr_t)stream);
   return rc;
 }
 

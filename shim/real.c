@@ -46,11 +46,21 @@ cp_real_t cp_real = {
 #undef CP_REAL_THUNK_PTR
 };
 
+/* The library that holds fn stays loaded for good (RTLD_NODELETE): the
+ * pointers kept here, and the pools' memory and events, belong to it. A
+ * program that dlcloses the last user of libcudart (a plugin) and loads it
+ * again would otherwise leave them pointing into an unmapped library. */
+static void pin_library_of(void *fn) {
+  Dl_info info;
+  if (!fn || !dladdr(fn, &info) || !info.dli_fname) return;
+  void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  if (h) dlclose(h);
+}
+
 /* A runtime loaded into a local scope (dlopen without RTLD_GLOBAL) is
  * invisible to RTLD_NEXT; look there by handle. */
 static void *lookup(const char *name) {
   void *fn = dlsym(RTLD_NEXT, name);
-  if (fn) return fn;
   static const char *const sonames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
   for (size_t i = 0; i < sizeof sonames / sizeof sonames[0] && !fn; i++) {
     void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
@@ -59,6 +69,7 @@ static void *lookup(const char *name) {
       dlclose(h);
     }
   }
+  pin_library_of(fn);
   return fn;
 }
 

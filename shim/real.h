@@ -29,6 +29,7 @@
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
 
 /* X(name, needed, (parameters), (arguments)): needed = the pool cannot work
  * without it. Every one returns cudaError_t. */
@@ -58,7 +59,10 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
   X(cudaStreamBeginCapture, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))        \
   X(cudaStreamBeginCapture_ptsz, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))   \
   X(cudaStreamEndCapture, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                       \
-  X(cudaStreamEndCapture_ptsz, false, (cudaStream_t s, cudaGraph_t * g), (s, g))
+  X(cudaStreamEndCapture_ptsz, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                 \
+  X(cudaFreeAsync, false, (void *p, cudaStream_t s), (p, s))                                      \
+  X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                                 \
+  X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))
 
 typedef struct cp_real {
 #define CP_REAL_FIELD(name, needed, params, args) __typeof__(name) *name;

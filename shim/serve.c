@@ -110,6 +110,38 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
   return layer->real_free(p);
 }
 
+int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p, uintptr_t stream) {
+  if (cp_capture_stream_capturing(stream) && cp_serve_owned(p)) return 0;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    int rc = pool ? cp_free(pool, p, 0, 0) : ENOENT;
+    if (rc == 0) return 0;
+    if (rc == EINVAL) return real_free_async(p | 1, stream);
+  }
+  return real_free_async(p, stream);
+}
+
+bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool && cp_block_find(pool, p, out)) return true;
+  }
+  return false;
+}
+
+bool cp_serve_ipc_exportable(uintptr_t p) {
+  cp_block_info_t b;
+  if (!cp_serve_block_of(p, &b) || b.segment_start) return true;
+  static atomic_bool said;
+  if (!atomic_exchange(&said, true))
+    fprintf(stderr, "cudapool: warning: cannot export %#lx through CUDA IPC: it is part of a pooled "
+                    "segment, so the peer would see other memory; the call fails (run this program "
+                    "with CUDAPOOL_DISABLE=1 to use IPC)\n", (unsigned long)p);
+  return false;
+}
+
 /* ---- synchronisations ------------------------------------------------------------ */
 
 /* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
@@ -146,6 +178,11 @@ void cp_serve_stream_destroying(uintptr_t stream) { cp_stream_destroying((cudaSt
 /* A capture dies with the stream that began it. */
 void cp_serve_stream_destroyed(uintptr_t stream, bool ok) {
   if (ok) cp_capture_forget_stream(stream);
+}
+
+void cp_serve_capture_ended(bool over, uintptr_t stream) {
+  cp_capture_end_done(over, stream);
+  if (over) cp_stream_after_barriers((cudaStream_t)stream);
 }
 
 /* ---- memory info ----------------------------------------------------------------- */

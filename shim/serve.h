@@ -56,6 +56,22 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p);
 /* Whether p is the start of a live pool block, on any device. */
 bool cp_serve_owned(uintptr_t p);
 
+/* The program frees p in stream order (cudaFreeAsync, cuMemFreeAsync). A
+ * pool block goes back to its pool as by a free: a barrier, fence or
+ * synchronisation covers the work the program queued before it. Freed on a
+ * capturing stream, a pool block is kept for good instead (the captured
+ * graph may still use it whenever it is launched). Other pointers go to
+ * real_free_async unchanged; bad ones fail natively (p|1). */
+int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p, uintptr_t stream);
+
+/* Whether p may be exported through CUDA IPC as it is: it is in no pool
+ * block, or in one that starts its segment (the peer maps the segment,
+ * whose start is the block). When not, says so once on stderr: the peer
+ * would see another block's bytes. */
+bool cp_serve_ipc_exportable(uintptr_t p);
+/* The live pool block containing p, on any device. */
+bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out);
+
 /* A synchronisation the program makes: begin before the real call, report
  * after it with whether it succeeded. dev may be NULL (nothing covered). */
 typedef struct cp_sync {
@@ -75,6 +91,11 @@ bool cp_serve_special_stream(uintptr_t stream);
 /* Around the program's stream destroy (not a special handle). */
 void cp_serve_stream_destroying(uintptr_t stream);
 void cp_serve_stream_destroyed(uintptr_t stream, bool ok);
+
+/* After the program's end-capture call (the capture lock held since
+ * cp_capture_end_lock): over = the capture ended. Barriers issued during the
+ * capture left its stream alone; it now waits for the last one. */
+void cp_serve_capture_ended(bool over, uintptr_t stream);
 
 /* cudaMemGetInfo/cuMemGetInfo as the program should see them under the
  * pool: cached bytes count as free, and a limit caps both. create: make the
