@@ -191,5 +191,58 @@ def emit(torch, workload, args, times, loss, extra=None, started=None):
     print(json.dumps(rec), flush=True)
 
 
+class DevicePeak:
+    """The device's used memory, sampled through NVML (libnvidia-ml.so.1,
+    through ctypes) every 20 ms on a thread, less what was used when it
+    started: the process's peak when it is alone on the device, as
+    nvidia-smi would show it. stop() returns the peak in bytes, or None
+    when NVML cannot be had."""
+
+    class _Memory(ctypes.Structure):
+        _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                    ("used", ctypes.c_ulonglong)]
+
+    def __init__(self, index=0, period_s=0.02):
+        import threading
+        self._peak = None
+        self._stop = threading.Event()
+        try:
+            self._nvml = ctypes.CDLL("libnvidia-ml.so.1")
+            if self._nvml.nvmlInit_v2() != 0:
+                raise OSError("nvmlInit_v2 failed")
+            self._handle = ctypes.c_void_p()
+            if self._nvml.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(self._handle)) != 0:
+                raise OSError("no NVML handle")
+            self._base = self._used()
+        except OSError:
+            self._nvml = None
+            return
+        self._peak = 0
+        self._thread = threading.Thread(target=self._run, args=(period_s,), daemon=True)
+        self._thread.start()
+
+    def _used(self):
+        m = self._Memory()
+        if self._nvml.nvmlDeviceGetMemoryInfo(self._handle, ctypes.byref(m)) != 0:
+            return None
+        return m.used
+
+    def _run(self, period_s):
+        while not self._stop.wait(period_s):
+            used = self._used()
+            if used is not None:
+                self._peak = max(self._peak, used - self._base)
+
+    def stop(self):
+        if self._nvml is None:
+            return None
+        self._stop.set()
+        self._thread.join()
+        used = self._used()
+        if used is not None:
+            self._peak = max(self._peak, used - self._base)
+        return self._peak
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)

@@ -57,6 +57,7 @@ def main():
     if not torch.cuda.is_available():
         print("gpt2_varlen: no CUDA device", file=sys.stderr)
         return 2
+    peak = common.DevicePeak()
     common.configure_torch(torch, args.seed)
     dev = torch.device("cuda")
     model = build_model(args).to(dev)  # initialised on the CPU from the seed
@@ -82,7 +83,7 @@ def main():
     times, loss = common.time_steps(torch, step, args.warmup, args.steps)
     attn = getattr(model.config, "_attn_implementation", args.attn)
     common.emit(torch, "gpt2", args, times, loss.item(),
-                extra={"attn": attn, "batch": args.batch,
+                extra={"process_peak_bytes": peak.stop(), "attn": attn, "batch": args.batch,
                        "tokens_per_step_mean": args.batch * sum(lengths[args.warmup:]) / args.steps},
                 started=started)
     return 0

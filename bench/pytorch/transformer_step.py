@@ -45,6 +45,7 @@ def main():
     if not torch.cuda.is_available():
         print("transformer_step: no CUDA device", file=sys.stderr)
         return 2
+    peak = common.DevicePeak()
     common.configure_torch(torch, args.seed)
     dev = torch.device("cuda")
     d_model, heads, ff, layers = 512, 8, 2048, 6
@@ -76,7 +77,7 @@ def main():
     else:
         times, loss = common.time_steps(torch, step, args.warmup, args.steps)
     common.emit(torch, "transformer", args, times, loss.item(),
-                extra={"sdpa": args.sdpa, "batch": args.batch, "seq": args.seq},
+                extra={"process_peak_bytes": peak.stop(), "sdpa": args.sdpa, "batch": args.batch, "seq": args.seq},
                 started=started)
     return 0
 
