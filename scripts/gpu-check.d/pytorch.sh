@@ -1,0 +1,35 @@
+# pytorch.sh: the pytorch section (mode pytorch, part of all): the
+# bench/pytorch workloads with PyTorch's caching allocator, with caching off,
+# and with caching off under the shim; summary.py compares them.
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
+
+section_pytorch() {
+  begin_section pytorch pytorch.log pytorch
+  if ! python3 -c 'import torch' >/dev/null 2>&1; then
+    record SKIP "pytorch" "python3 cannot import torch"
+    return
+  fi
+  local wl script alloc envs jf
+  for wl in transformer gpt2; do
+    script=bench/pytorch/transformer_step.py
+    [ "$wl" = gpt2 ] && script=bench/pytorch/gpt2_varlen.py
+    for alloc in caching off cudapool; do
+      envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
+      case "$alloc" in
+        off) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
+        cudapool)
+          shim_built || { record FAIL "torch $wl cudapool run" "no shim"; continue; }
+          envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}") ;;
+      esac
+      jf=$WORK/torch-$wl-$alloc.json
+      run "$wl $alloc" 120 "$jf.raw" "${envs[@]}" python3 "$script"
+      grep '^{' "$jf.raw" | tail -n 1 >"$jf"
+      if [ "$rc" != 0 ] || [ ! -s "$jf" ]; then
+        record FAIL "torch $wl $alloc run" "$(why_failed "$jf.raw")"
+      else
+        echo "  ran $wl with $alloc"
+      fi
+    done
+  done
+}
