@@ -10,10 +10,15 @@ section_pytorch() {
     record SKIP "pytorch" "python3 cannot import torch"
     return
   fi
-  local wl script alloc envs jf
-  for wl in transformer gpt2; do
-    script=bench/pytorch/transformer_step.py
-    [ "$wl" = gpt2 ] && script=bench/pytorch/gpt2_varlen.py
+  local wl alloc envs jf
+  local -a cmd
+  # GPU_CHECK_TORCH: the workloads to run (default: all four).
+  for wl in ${GPU_CHECK_TORCH:-transformer gpt2 convnext_tiny densenet121}; do
+    case "$wl" in
+      transformer) cmd=(bench/pytorch/transformer_step.py) ;;
+      gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
+      *) cmd=(bench/pytorch/cnn_train.py --model "$wl") ;;
+    esac
     for alloc in caching off cudapool; do
       envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
       case "$alloc" in
@@ -23,7 +28,7 @@ section_pytorch() {
           envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}") ;;
       esac
       jf=$WORK/torch-$wl-$alloc.json
-      run "$wl $alloc" 120 "$jf.raw" "${envs[@]}" python3 "$script"
+      run "$wl $alloc" 150 "$jf.raw" "${envs[@]}" python3 "${cmd[@]}"
       grep '^{' "$jf.raw" | tail -n 1 >"$jf"
       if [ "$rc" != 0 ] || [ ! -s "$jf" ]; then
         record FAIL "torch $wl $alloc run" "$(why_failed "$jf.raw")"
