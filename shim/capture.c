@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "layer.h"
+#include "trace.h"
 
 typedef struct cp_capture {
   uintptr_t stream;
@@ -70,6 +71,7 @@ void cp_capture_begin_lock(uintptr_t stream) {
 }
 
 void cp_capture_begin_done(bool began, uintptr_t stream, bool strict) {
+  if (began && cp_trace_enabled()) cp_trace_extra(CP_TRACE_CAPTURE_BEGIN, 0, !strict, stream);
   if (began) started(stream, strict, beginning_pre_event);
   else drop_event(beginning_pre_event);
   beginning_pre_event = NULL;
@@ -79,6 +81,7 @@ void cp_capture_begin_done(bool began, uintptr_t stream, bool strict) {
 void cp_capture_end_lock(void) { pthread_rwlock_wrlock(&capture_lock); }
 
 void cp_capture_end_done(bool over, uintptr_t stream) {
+  if (over && cp_trace_enabled()) cp_trace_extra(CP_TRACE_CAPTURE_END, 0, 0, stream);
   if (over) ended(stream);
   pthread_rwlock_unlock(&capture_lock);
 }

@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "real.h"
 #include "shim.h"
+#include "trace.h"
 #include "util.h"
 
 static cp_device_t devices[CP_MAX_DEVICES];
@@ -229,7 +230,11 @@ void cp_stream_after_barriers(cudaStream_t stream) {
   cp_capture_unlock();
 }
 
-void cp_note_per_thread_stream(void) { atomic_store(&per_thread_stream_seen, true); }
+void cp_note_per_thread_stream(void) {
+  if (atomic_load_explicit(&per_thread_stream_seen, memory_order_relaxed)) return;
+  if (!atomic_exchange(&per_thread_stream_seen, true) && cp_trace_enabled())
+    cp_trace_extra(CP_TRACE_PER_THREAD_STREAM, 0, 0, 0);
+}
 
 uint64_t cp_device_reuse_key(cp_device_t *dev) {
   if (atomic_load_explicit(&dev->live_streams, memory_order_relaxed) ||

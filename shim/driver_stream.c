@@ -73,7 +73,7 @@ CUresult cp_w_cuCtxSynchronize_v2(CUcontext ctx) {
 
 static CUresult stream_created(CUresult rc, const CUstream *stream, unsigned flags) {
   cp_device_t *dev = rc == CUDA_SUCCESS && stream && keeping_books() ? cp_drv_current_primary() : NULL;
-  if (dev) cp_device_stream_created(dev, *stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
+  if (dev) cp_serve_stream_created(dev, (uintptr_t)*stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
   return rc;
 }
 

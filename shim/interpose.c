@@ -119,7 +119,7 @@ CP_EXPORT cudaError_t cudaDeviceSynchronize(void) {
 
 static cudaError_t stream_created(cudaError_t rc, const cudaStream_t *stream, unsigned flags) {
   cp_device_t *dev = rc == cudaSuccess && stream ? cp_current_device() : NULL;
-  if (dev) cp_device_stream_created(dev, *stream, (flags & cudaStreamNonBlocking) != 0);
+  if (dev) cp_serve_stream_created(dev, (uintptr_t)*stream, (flags & cudaStreamNonBlocking) != 0);
   return rc;
 }
 

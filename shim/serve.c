@@ -173,7 +173,15 @@ bool cp_serve_special_stream(uintptr_t stream) {
   return stream == 0 || stream == STREAM_LEGACY || stream == STREAM_PER_THREAD;
 }
 
-void cp_serve_stream_destroying(uintptr_t stream) { cp_stream_destroying((cudaStream_t)stream); }
+void cp_serve_stream_created(cp_device_t *dev, uintptr_t stream, bool nonblocking) {
+  if (cp_trace_enabled()) cp_trace_extra(CP_TRACE_STREAM_CREATE, 0, nonblocking, stream);
+  cp_device_stream_created(dev, (cudaStream_t)stream, nonblocking);
+}
+
+void cp_serve_stream_destroying(uintptr_t stream) {
+  if (cp_trace_enabled()) cp_trace_extra(CP_TRACE_STREAM_DESTROY, 0, 0, stream);
+  cp_stream_destroying((cudaStream_t)stream);
+}
 
 /* A capture dies with the stream that began it. */
 void cp_serve_stream_destroyed(uintptr_t stream, bool ok) {

@@ -85,6 +85,8 @@ cp_sync_t cp_serve_sync_begin(cp_device_t *dev);
 void cp_serve_synced_stream(const cp_sync_t *sync, bool ok, uintptr_t stream, bool per_thread_api);
 void cp_serve_synced_device(const cp_sync_t *sync, bool ok);
 
+/* After the program created a stream on dev (the real call succeeded). */
+void cp_serve_stream_created(cp_device_t *dev, uintptr_t stream, bool nonblocking);
 /* The special handles (the legacy and per-thread default streams), which
  * are never created or destroyed. */
 bool cp_serve_special_stream(uintptr_t stream);

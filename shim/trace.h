@@ -6,8 +6,14 @@
  * kernel thread id, Time seconds since cp_trace_open on the monotonic clock
  * (nanosecond digits), Pointer and Stream hex or "(nil)" for 0. Actions:
  * allocate, free, "allocate failure", sync_stream, sync_device, and
- * cudapool's extras (segment_alloc, segment_free, barrier, fence, oom,
- * empty_cache) that an RMM reader skips. cudapool-replay reads it back.
+ * cudapool's extras that an RMM reader skips: the events that change the
+ * pool's decisions, so that cudapool-replay can make them again:
+ *   stream_create      Stream the handle, Size 1 non-blocking, 0 blocking
+ *   stream_destroy     Stream the handle
+ *   capture_begin      Stream the handle, Size 1 relaxed, 0 global/thread-local
+ *   capture_end        Stream the handle (the capture is over)
+ *   per_thread_stream  the program used the per-thread default stream (once)
+ * cudapool-replay reads it back.
  *
  * Cost: an event is one relaxed atomic load, a clock read and a 40-byte
  * store into a thread-local 64 KiB buffer; no lock, no syscall, no
@@ -41,6 +47,12 @@ void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream);
 void cp_trace_alloc_failure(size_t size, uint64_t stream);
 void cp_trace_sync_stream(uint64_t stream);
 void cp_trace_sync_device(void);
+/* The extras above. */
+#define CP_TRACE_STREAM_CREATE "stream_create"
+#define CP_TRACE_STREAM_DESTROY "stream_destroy"
+#define CP_TRACE_CAPTURE_BEGIN "capture_begin"
+#define CP_TRACE_CAPTURE_END "capture_end"
+#define CP_TRACE_PER_THREAD_STREAM "per_thread_stream"
 /* action must be a string with static storage (a literal): the record keeps
  * the pointer and the line is formatted later. */
 void cp_trace_extra(const char *action, uintptr_t ptr, size_t size, uint64_t stream);
