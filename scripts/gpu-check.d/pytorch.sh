@@ -12,8 +12,8 @@ section_pytorch() {
   fi
   local wl alloc envs jf
   local -a cmd
-  # GPU_CHECK_TORCH: the workloads to run (default: all four).
-  for wl in ${GPU_CHECK_TORCH:-transformer gpt2 convnext_tiny densenet121}; do
+  # GPU_CHECK_TORCH: the workloads to run (unset: all four; empty: none).
+  for wl in ${GPU_CHECK_TORCH-transformer gpt2 convnext_tiny densenet121}; do
     case "$wl" in
       transformer) cmd=(bench/pytorch/transformer_step.py) ;;
       gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
