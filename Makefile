@@ -35,9 +35,12 @@ export CUDAPOOL_TEST_BUILD := $(abspath $(BUILD))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
+# Helpers shared by the tests (tests/support/, see tests/README.md): every
+# test build searches it for headers.
+TEST_INC := -Itests/support
 # Every Criterion test binary links this: it scopes LeakSanitizer's one
 # suppression (a leak inside libcriterion's runner) to the runner process.
-LSAN_SCOPE     := tests/lsan_scope.c
+LSAN_SCOPE     := tests/support/lsan_scope.c
 CRITERION_LINK := $(LSAN_SCOPE) -lcriterion
 
 # Filled by the fragments.
@@ -73,7 +76,7 @@ test-sanitize:
 	$(MAKE) BUILD=build/asan SAN=address,undefined test lsan-selftest
 	$(MAKE) BUILD=build/tsan SAN=thread test-tsan
 
-# A planted leak must fail scripts/run-tests under ASan (see tests/lsan_scope.c).
+# A planted leak must fail scripts/run-tests under ASan (see tests/support/lsan_scope.c).
 LSAN_SELFTEST_BIN := $(BUILD)/tests/planted_leak
 $(LSAN_SELFTEST_BIN): tests/selftest/planted_leak.c $(LSAN_SCOPE)
 	@mkdir -p $(dir $@)

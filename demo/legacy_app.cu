@@ -10,7 +10,7 @@
  *
  * Built with nvcc -cudart shared so that the runtime is a shared library the
  * preloaded shim can interpose. It also runs on cudapool's simulated runtime
- * (tests/fakecudart), where kernels are no-ops: it recognises that device by
+ * (tests/fakes/cudart), where kernels are no-ops: it recognises that device by
  * its name and then skips the result checks.
  *
  * Output: a few lines, ending with "legacy_app: total T ms ..." and a result

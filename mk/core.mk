@@ -11,19 +11,20 @@ $(CORE_LIB): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# Core unit tests: one Criterion binary from tests/core_*.c.
-CORE_TEST_SRCS := $(filter-out tests/core_threads_tsan.c,$(wildcard tests/core_*.c))
-CORE_TEST_BIN  := $(BUILD)/tests/core_tests
-$(CORE_TEST_BIN): $(CORE_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/*.h) $(CORE_LIB)
+# Core unit tests: one Criterion binary from tests/unit/core/*.c (the
+# *_tsan.c there are plain programs, below).
+CORE_TEST_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/core/*.c))
+CORE_TEST_BIN  := $(BUILD)/tests/unit_core_tests
+$(CORE_TEST_BIN): $(CORE_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/support/*.h) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Icore $(CORE_TEST_SRCS) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
+	$(CC) $(CFLAGS_BASE) -Icore $(TEST_INC) $(CORE_TEST_SRCS) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
 
 # The threaded churn again as a plain program: Criterion cannot start under
 # ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.
 CORE_TSAN_BIN := $(BUILD)/tests/core_threads_tsan
-$(CORE_TSAN_BIN): tests/core_threads_tsan.c tests/core_churn.h $(CORE_LIB)
+$(CORE_TSAN_BIN): tests/unit/core/threads_tsan.c tests/support/core_churn.h $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Icore $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
+	$(CC) $(CFLAGS_BASE) -Icore $(TEST_INC) $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
 
 CORE_BENCH_BIN := $(BUILD)/bench/core_bench
 $(CORE_BENCH_BIN): bench/core_bench.c $(CORE_LIB)

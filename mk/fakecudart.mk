@@ -1,8 +1,9 @@
-# tests/fakecudart/: the fake CUDA runtime (host memory, native error codes,
-# call counters, held events), the test programs linked against it, and the
-# shim's integration tests that run those programs with and without the shim.
+# tests/fakes/cudart/: the fake CUDA runtime (host memory, native error
+# codes, call counters, held events), the test programs linked against it
+# (tests/programs/runtime/), and the shim's integration tests
+# (tests/integration/) that run the programs with and without the shim.
 FAKECUDART_DIR  := $(BUILD)/fakecudart
-FAKECUDART_SRCS := $(wildcard tests/fakecudart/*.c)
+FAKECUDART_SRCS := $(wildcard tests/fakes/cudart/*.c)
 FAKECUDART_OBJS := $(FAKECUDART_SRCS:%.c=$(BUILD)/%.o)
 FAKECUDART_LIB  := $(FAKECUDART_DIR)/libcudart.so.13
 FAKECUDART_LINK := $(FAKECUDART_DIR)/libcudart.so
@@ -10,28 +11,29 @@ FAKECUDART_LINK := $(FAKECUDART_DIR)/libcudart.so
 # __CUDA_API_VERSION_INTERNAL makes the toolkit header declare both the plain
 # and the _ptsz/_ptds entry points, as libcudart's own build does; the
 # version script, not visibility, decides what is exported.
-$(BUILD)/tests/fakecudart/%.o: tests/fakecudart/%.c $(wildcard tests/fakecudart/*.h) | $(DEPS_STAMP)
+$(BUILD)/tests/fakes/cudart/%.o: tests/fakes/cudart/%.c $(wildcard tests/fakes/cudart/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -fvisibility=default -D__CUDA_API_VERSION_INTERNAL $(CUDA_INC) -c $< -o $@
 
-$(FAKECUDART_LIB): $(FAKECUDART_OBJS) tests/fakecudart/exports.map
+$(FAKECUDART_LIB): $(FAKECUDART_OBJS) tests/fakes/cudart/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared $(LDFLAGS_BASE) -Wl,-soname,libcudart.so.13 \
-	  -Wl,--version-script=tests/fakecudart/exports.map -Wl,-z,defs -o $@ $(FAKECUDART_OBJS)
+	  -Wl,--version-script=tests/fakes/cudart/exports.map -Wl,-z,defs -o $@ $(FAKECUDART_OBJS)
 
 $(FAKECUDART_LINK): $(FAKECUDART_LIB)
 	ln -sf libcudart.so.13 $@
 
 # Test programs: plain C against the toolkit headers, linked to the fake.
 # PROG_CFLAGS_<name> adds flags for one program.
-PROGS_SRCS := $(wildcard tests/progs/*.c)
-PROGS_BINS := $(PROGS_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
+PROGS_SRCS := $(wildcard tests/programs/runtime/*.c)
+PROGS_BINS := $(PROGS_SRCS:tests/programs/runtime/%.c=$(BUILD)/progs/%)
 PROGS_LINK := -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -ldl
 PROG_CFLAGS_ptds := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 
-$(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) tests/pool_probe.h include/cudapool.h $(FAKECUDART_LINK)
+$(BUILD)/progs/%: tests/programs/runtime/%.c $(wildcard tests/programs/runtime/*.h) tests/support/pool_probe.h \
+                  include/cudapool.h $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakecudart $< -o $@ \
+	$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakes/cudart $(TEST_INC) $< -o $@ \
 	  $(PROGS_LINK) $(LDFLAGS_BASE)
 
 # An nvcc-built program (-cudart shared) proves the fake serves what nvcc's
@@ -39,31 +41,33 @@ $(BUILD)/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h) tests/pool_probe.h
 # runtimes the fake needs.
 ifneq ($(wildcard $(NVCC)),)
 PROGS_BINS += $(BUILD)/progs/kernel
-$(BUILD)/progs/kernel: tests/progs/kernel.cu $(FAKECUDART_LINK)
+$(BUILD)/progs/kernel: tests/programs/runtime/kernel.cu $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
 	$(NVCC) -cudart shared -o $@ $< -L$(FAKECUDART_DIR) -Xlinker -rpath,$(abspath $(FAKECUDART_DIR))
 endif
 
-# Integration tests: tests/shim_it_*.c, the threaded ones (shim_it_mt_*.c)
-# in their own binary so they also run under ThreadSanitizer.
-SHIM_IT_HELPERS := tests/it_run.c tests/it_json.c
-SHIM_IT_MT_SRCS := $(wildcard tests/shim_it_mt_*.c)
-SHIM_IT_SRCS    := $(filter-out $(SHIM_IT_MT_SRCS),$(wildcard tests/shim_it_*.c))
-SHIM_IT_BIN     := $(BUILD)/tests/shim_it_tests
-SHIM_IT_MT_BIN  := $(BUILD)/tests/shim_it_mt_tests
+# Integration tests: tests/integration/<layer>/*.c (runtime/ over the fake
+# runtime, driver/ over the fake driver of mk/fakecuda.mk), the threaded ones
+# (*_mt.c) in their own binary so they also run under ThreadSanitizer.
+SHIM_IT_HELPERS := tests/support/it_run.c tests/support/it_json.c
+SHIM_IT_HDRS    := tests/support/it_run.h tests/support/it_check.h
+SHIM_IT_MT_SRCS := $(wildcard tests/integration/*/*_mt.c)
+SHIM_IT_SRCS    := $(filter-out $(SHIM_IT_MT_SRCS),$(wildcard tests/integration/*/*.c))
+SHIM_IT_BIN     := $(BUILD)/tests/integration_tests
+SHIM_IT_MT_BIN  := $(BUILD)/tests/integration_mt_tests
 # Criterion cannot start under ThreadSanitizer (Snaipe/Criterion#274:
 # "Could not initialize inheritable arena"). The test drivers are not
 # threaded: the programs they run are, and those are built with TSan.
 SHIM_IT_CFLAGS  := $(filter-out -fsanitize=thread,$(CFLAGS_BASE))
 SHIM_IT_LDFLAGS := $(filter-out -fsanitize=thread,$(LDFLAGS_BASE))
 
-$(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h include/cudapool.h
+$(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT_HDRS) include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
+	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
 
-$(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) tests/it_run.h include/cudapool.h
+$(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT_HDRS) include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) \
+	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) \
 	  $(SHIM_IT_LDFLAGS)
 
 ALL_TARGETS += $(FAKECUDART_LIB) $(FAKECUDART_LINK) $(PROGS_BINS)

@@ -1,6 +1,7 @@
 # tools/replay/: cudapool-replay, the trace replayer, and the trace recorder's
 # benchmark. The recorder itself (shim/trace.c) is linked into libcudapool.so
-# by mk/shim.mk; here it is also linked into the tests and the benchmark.
+# by mk/shim.mk; here it is also linked into its ThreadSanitizer program and
+# the benchmark.
 REPLAY_SRCS := $(wildcard tools/replay/*.c)
 REPLAY_OBJS := $(REPLAY_SRCS:%.c=$(BUILD)/%.o)
 REPLAY_LIB_OBJS := $(filter-out $(BUILD)/tools/replay/main.o,$(REPLAY_OBJS))
@@ -17,15 +18,24 @@ $(REPLAY_BIN): $(REPLAY_OBJS) $(REPLAY_SHIM_OBJS) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lz
 
-# Tests: tests/replay_*.c, one Criterion binary (parser, loader, replay, the
-# recorder round trip, the plot script).
-REPLAY_TEST_SRCS := $(wildcard tests/replay_*.c)
-REPLAY_TEST_BIN  := $(BUILD)/tests/replay_tests
-$(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/*.h) $(REPLAY_LIB_OBJS) $(REPLAY_SHIM_OBJS) \
-                    $(TRACE_OBJ) $(CORE_LIB) $(REPLAY_BIN)
+# Tests: tests/unit/replay/*.c, one Criterion binary (parser, loader, replay,
+# the command line, the plot script).
+REPLAY_TEST_SRCS := $(wildcard tests/unit/replay/*.c)
+REPLAY_TEST_BIN  := $(BUILD)/tests/unit_replay_tests
+$(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/support/*.h) $(REPLAY_LIB_OBJS) \
+                    $(REPLAY_SHIM_OBJS) $(CORE_LIB) $(REPLAY_BIN)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(REPLAY_TEST_SRCS) $(REPLAY_LIB_OBJS) \
-	  $(REPLAY_SHIM_OBJS) $(TRACE_OBJ) $(CORE_LIB) -o $@ $(CRITERION_LINK) -lz $(LDFLAGS_BASE)
+	$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(TEST_INC) $(REPLAY_TEST_SRCS) $(REPLAY_LIB_OBJS) \
+	  $(REPLAY_SHIM_OBJS) $(CORE_LIB) -o $@ $(CRITERION_LINK) -lz $(LDFLAGS_BASE)
+
+# The recorder's unit test (tests/unit/shim/trace.c, in the shim's unit
+# binary of mk/shim.mk) reads what it recorded back through the loader and
+# replays it: that binary links the replayer's objects too.
+SHIM_UNIT_EXTRA      += $(REPLAY_LIB_OBJS)
+SHIM_UNIT_EXTRA_LIBS += -lz
+ifneq ($(SHIM_UNIT_BIN),)
+$(SHIM_UNIT_BIN): $(REPLAY_LIB_OBJS)
+endif
 
 TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
 $(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
@@ -35,9 +45,9 @@ $(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
 # The recorder's threads again as a plain program: Criterion cannot start
 # under ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.
 TRACE_TSAN_BIN := $(BUILD)/tests/trace_threads_tsan
-$(TRACE_TSAN_BIN): tests/trace_threads_tsan.c $(TRACE_OBJ) shim/trace.h
+$(TRACE_TSAN_BIN): tests/unit/shim/trace_threads_tsan.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(REPLAY_BIN) $(REPLAY_TEST_BIN) $(TRACE_BENCH_BIN) $(TRACE_TSAN_BIN)
 TEST_BINS += $(REPLAY_TEST_BIN) $(TRACE_TSAN_BIN)

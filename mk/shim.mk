@@ -14,15 +14,20 @@ $(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 	$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
 	  -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
 
-# Unit tests of shim modules that need no CUDA at run time (options, report):
-# tests/shim_unit_*.c linked with the shim objects listed in SHIM_UNIT_OBJS.
-SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o,$(SHIM_OBJS))
-SHIM_UNIT_SRCS := $(wildcard tests/shim_unit_*.c)
-SHIM_UNIT_BIN  := $(BUILD)/tests/shim_unit_tests
-$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/*.h)
+# Unit tests of shim modules that need no CUDA at run time (options, parse,
+# report, the trace recorder, the launcher script): one Criterion binary from
+# tests/unit/shim/*.c (the *_tsan.c there are plain programs, mk/replay.mk),
+# linked with the shim objects listed in SHIM_UNIT_OBJS. The recorder's test
+# reads its files back with the replayer: mk/replay.mk adds the replayer's
+# objects to SHIM_UNIT_EXTRA (and -lz to SHIM_UNIT_EXTRA_LIBS).
+SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o \
+                           $(BUILD)/shim/trace.o,$(SHIM_OBJS))
+SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
+SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
+$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) $(CORE_LIB) \
-	  -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
+	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -Itools/replay $(TEST_INC) $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) \
+	  $(SHIM_UNIT_EXTRA) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(SHIM_LIB)
 ifneq ($(SHIM_UNIT_SRCS),)

@@ -124,7 +124,7 @@ static inline const char *allocator_name(void) {
   return cudapool_loaded() ? "pool" : "native";
 }
 
-/* cudapool's simulated runtime names its device so (tests/fakecudart). */
+/* cudapool's simulated runtime names its device so (tests/fakes/cudart). */
 static inline bool on_fake_runtime(void) {
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return false;

@@ -1,6 +1,6 @@
 /* A test that leaks on purpose: `make test-sanitize` runs it through
  * scripts/run-tests and expects a failure, which proves that the
- * LeakSanitizer suppression of tests/lsan_scope.c hides no leak of ours. */
+ * LeakSanitizer suppression of tests/support/lsan_scope.c hides no leak of ours. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 

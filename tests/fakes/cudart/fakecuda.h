@@ -1,0 +1,42 @@
+/* fakecuda.h: test hooks of the fake CUDA runtime (tests/fakes/cudart/),
+ * for test programs linked against build/fakecudart/libcudart.so.13. A
+ * program that must also run on the real runtime reaches them with
+ * dlsym(RTLD_DEFAULT, "fakecuda_calls") instead, and gets NULL there. */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How many times the exported function named fn was called (its exact
+ * name: cudaStreamSynchronize and cudaStreamSynchronize_ptsz are counted
+ * apart). */
+long fakecuda_calls(const char *fn);
+/* The next n cudaMalloc calls (of nonzero size) succeed, every later one
+ * fails with cudaErrorMemoryAllocation; n = -1 turns that off. The
+ * environment variable FAKECUDA_FAIL_MALLOC_AFTER sets it at start. */
+void fakecuda_fail_malloc_after(long n);
+/* While on, no device work completes by itself: events recorded stay
+ * incomplete (cudaEventQuery: cudaErrorNotReady) until a synchronisation
+ * that covers them (cudaEventSynchronize, cudaStreamSynchronize,
+ * cudaDeviceSynchronize, cudaFree, synchronous cudaMemcpy) or
+ * fakecuda_hold_events(0), and unordered accesses to the same memory by
+ * memset/memcpy on different streams are reported as races. */
+void fakecuda_hold_events(int on);
+/* Bytes of device, managed and pitched memory live on device (each
+ * allocation counted rounded up to 512 bytes). */
+size_t fakecuda_live_bytes(int device);
+/* A device allocation on the current device that no cudaMalloc made (a
+ * "foreign" pointer for an interposer); free it with cudaFree. NULL on
+ * failure. */
+void *fakecuda_raw_malloc(size_t size);
+/* Races seen while events were held (see fakecuda_hold_events). */
+long fakecuda_races(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/* plot.c: scripts/cudapool-plot end to end (replay --timeline, then
+ * matplotlib). Skipped, with the reason, where matplotlib is not installed:
+ * scripts/deps does not install it, the plot is a convenience. */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <string.h>
+
+#include "replay_util.h"
+
+static char dir[64];
+static void mk(void) { cr_assert(eq(int, ru_mkdtemp(dir), 0)); }
+static void rm(void) { ru_rmtree(dir); }
+TestSuite(plot, .init = mk, .fini = rm);
+
+Test(plot, timeline_png_of_a_trace_with_an_oom) {
+  char root[PATH_MAX], bin[PATH_MAX], cmd[3 * PATH_MAX], *out = NULL;
+  cr_assert(eq(int, ru_repo_root(root, sizeof root), 0));
+  cr_assert(eq(int, ru_replay_bin(bin, sizeof bin), 0));
+  snprintf(cmd, sizeof cmd, "'%s/scripts/cudapool-plot' --check 2>&1", root);
+  int rc = ru_run(cmd, &out);
+  if (rc == 3) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", out);
+    free(out);
+    cr_skip_test("%s", why);
+  }
+  cr_assert(eq(int, rc, 0), "%s", out);
+  free(out);
+
+  char trace[128], png[128];
+  snprintf(trace, sizeof trace, "%s/t.csv", dir);
+  snprintf(png, sizeof png, "%s/t.png", dir);
+  FILE *f = fopen(trace, "w");
+  fputs(
+      "Thread,Time,Action,Pointer,Size,Stream\n"
+      "1,0.0,allocate,0x1000,12582912,(nil)\n"
+      "1,0.1,free,0x1000,0,(nil)\n"
+      "1,0.2,allocate,0x2000,33554432,(nil)\n"
+      "1,0.3,empty_cache,(nil),0,(nil)\n"
+      "1,0.4,allocate,0x3000,1048576,(nil)\n",
+      f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' '%s' -o '%s' --limit 40M 2>&1", bin,
+           root, trace, png);
+  cr_assert(eq(int, ru_run(cmd, &out), 0), "%s", out);
+  cr_assert(not(eq(ptr, strstr(out, "wrote"), NULL)), "%s", out);
+  free(out);
+  unsigned char magic[8] = {0};
+  f = fopen(png, "rb");
+  cr_assert(not(eq(ptr, f, NULL)));
+  cr_assert(eq(sz, fread(magic, 1, 8, f), 8));
+  fseek(f, 0, SEEK_END);
+  cr_assert(gt(long, ftell(f), 10000), "a real image");
+  fclose(f);
+  cr_assert(eq(int, memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0));
+}

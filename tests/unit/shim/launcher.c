@@ -1,0 +1,298 @@
+/* launcher.c: scripts/cudapool, run through popen as a user would.
+ *
+ * Runs from the repository root (make test does). Every test builds its own
+ * tree under $CUDAPOOL_TEST_BUILD/tests (the build folder the Makefile
+ * exports) with a stand-in libcudapool.so: the launcher only needs the file
+ * to exist, and ld.so ignores a preload it cannot load (it says so on
+ * stderr, which these tests discard where they read the program's output).
+ * So the tests depend on the script alone, not on the library's state, and
+ * run the same in every build folder. Each command starts from env -i so the
+ * caller's CUDAPOOL_* and LD_PRELOAD cannot leak in. */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "options.h"
+
+static char tree[PATH_MAX]; /* realpath of this test's folder */
+
+/* snprintf that fails the test instead of cutting a path short. */
+__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t cap, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  int n = vsnprintf(buf, cap, f, ap);
+  va_end(ap);
+  cr_assert(lt(int, n, (int)cap), "a path too long for this test");
+}
+
+static void make_tree(void) {
+  const char *build = getenv("CUDAPOOL_TEST_BUILD");
+  char parent[PATH_MAX], tmpl[PATH_MAX];
+  fmt(parent, sizeof parent, "%s/tests", build != NULL && *build ? build : "/tmp");
+  mkdir(parent, 0755);
+  fmt(tmpl, sizeof tmpl, "%s/launcher.XXXXXX", parent);
+  cr_assert(ne(ptr, mkdtemp(tmpl), NULL), "mkdtemp under %s", parent);
+  cr_assert(ne(ptr, realpath(tmpl, tree), NULL));
+}
+
+static void remove_tree(void) {
+  char cmd[PATH_MAX + 16];
+  if (tree[0] == '\0') return;
+  fmt(cmd, sizeof cmd, "rm -rf '%s'", tree);
+  (void)system(cmd);
+}
+
+TestSuite(launcher, .init = make_tree, .fini = remove_tree);
+
+/* tree/<rel> := contents, executable when mode says so; parent folders made. */
+static void put_file(const char *rel, const char *contents, mode_t mode) {
+  char path[PATH_MAX], cmd[PATH_MAX + 32];
+  fmt(path, sizeof path, "%s/%s", tree, rel);
+  fmt(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+  cr_assert(eq(int, system(cmd), 0));
+  FILE *f = fopen(path, "w");
+  cr_assert(ne(ptr, f, NULL), "%s", path);
+  fputs(contents, f);
+  fclose(f);
+  chmod(path, mode);
+}
+
+/* tree/<rel> := a copy of the repository's launcher. */
+static void put_launcher(const char *rel) {
+  static char text[65536];
+  FILE *f = fopen("scripts/cudapool", "r");
+  cr_assert(ne(ptr, f, NULL), "run from the repository root");
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  put_file(rel, text, 0755);
+}
+
+/* Run cmd under sh; its output (stdout, plus stderr when the command says
+ * 2>&1) into out; returns the exit status. */
+static int run(const char *cmd, char *out, size_t cap) {
+  FILE *p = popen(cmd, "r");
+  cr_assert(ne(ptr, p, NULL));
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  bool exited = WIFEXITED(st);
+  cr_assert(exited, "%s", cmd);
+  return WEXITSTATUS(st);
+}
+
+/* The value of NAME in env's output, or NULL. */
+static const char *env_value(const char *out, const char *name, char *buf, size_t cap) {
+  size_t n = strlen(name);
+  for (const char *line = out; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
+    if (strncmp(line, name, n) == 0 && line[n] == '=') {
+      const char *end = strchr(line, '\n');
+      size_t len = end ? (size_t)(end - line - n - 1) : strlen(line + n + 1);
+      if (len >= cap) len = cap - 1;
+      memcpy(buf, line + n + 1, len);
+      buf[len] = '\0';
+      return buf;
+    }
+  }
+  return NULL;
+}
+
+#define CLEAN_ENV "env -i PATH=/usr/bin:/bin "
+
+/* scripts/cudapool FLAGS -- /usr/bin/env, with CUDAPOOL_LIB at the stand-in
+ * and extra environment assignments before it. */
+static int run_env(const char *extra_env, const char *flags, char *out, size_t cap) {
+  char cmd[8192];
+  put_file("lib/libcudapool.so", "", 0644);
+  fmt(cmd, sizeof cmd,
+           CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' %s scripts/cudapool %s -- /usr/bin/env "
+                     "2>/dev/null",
+           tree, extra_env, flags);
+  return run(cmd, out, cap);
+}
+
+static void assert_var(const char *out, const char *name, const char *want) {
+  char buf[1024];
+  const char *got = env_value(out, name, buf, sizeof buf);
+  cr_assert(ne(ptr, (void *)got, NULL), "%s not set; env printed:\n%s", name, out);
+  cr_assert(eq(str, (char *)got, (char *)want), "%s", name);
+}
+
+static void assert_unset(const char *out, const char *name) {
+  char buf[1024];
+  cr_assert(eq(ptr, (void *)env_value(out, name, buf, sizeof buf), NULL), "%s is set", name);
+}
+
+Test(launcher, every_flag_sets_its_variable) {
+  char out[16384], lib[PATH_MAX + 32];
+  int rc = run_env("", "--limit 8G --max-cached 80% --max-split 256M --mode sync "
+                       "--stats=/tmp/s-%p.json --json --trace t.%p --layer runtime --verbose "
+                       "--disable",
+                   out, sizeof out);
+  cr_assert(eq(int, rc, 0), "%s", out);
+  fmt(lib, sizeof lib, "%s/lib/libcudapool.so", tree);
+  assert_var(out, "LD_PRELOAD", lib);
+  assert_var(out, "CUDAPOOL_LIMIT", "8G");
+  assert_var(out, "CUDAPOOL_MAX_CACHED", "80%");
+  assert_var(out, "CUDAPOOL_MAX_SPLIT", "256M");
+  assert_var(out, "CUDAPOOL_MODE", "sync");
+  assert_var(out, "CUDAPOOL_STATS", "/tmp/s-%p.json"); /* %p is the library's job */
+  assert_var(out, "CUDAPOOL_STATS_FORMAT", "json");
+  assert_var(out, "CUDAPOOL_TRACE", "t.%p");
+  assert_var(out, "CUDAPOOL_LAYER", "runtime");
+  assert_var(out, "CUDAPOOL_VERBOSE", "1");
+  assert_var(out, "CUDAPOOL_DISABLE", "1");
+}
+
+Test(launcher, equals_form_and_last_flag_wins) {
+  char out[16384];
+  cr_assert(eq(int, run_env("", "--limit=1G --limit 2G --mode=auto", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_LIMIT", "2G");
+  assert_var(out, "CUDAPOOL_MODE", "auto");
+}
+
+Test(launcher, no_flags_sets_nothing_and_keeps_the_environment) {
+  char out[16384];
+  cr_assert(eq(int, run_env("CUDAPOOL_MODE=sync CUDAPOOL_LIMIT=4G", "--limit 1G", out, sizeof out),
+               0));
+  assert_var(out, "CUDAPOOL_MODE", "sync");
+  assert_var(out, "CUDAPOOL_LIMIT", "1G"); /* the flag overrides */
+  for (size_t i = 0; i < cp_option_count(); i++) {
+    const char *name = cp_option_name(i);
+    if (strcmp(name, "CUDAPOOL_MODE") != 0 && strcmp(name, "CUDAPOOL_LIMIT") != 0)
+      assert_unset(out, name);
+  }
+}
+
+Test(launcher, ld_preload_prepended_sanitizer_runtimes_first) {
+  char out[16384], want[3 * PATH_MAX];
+  char extra[3 * PATH_MAX];
+  fmt(extra, sizeof extra,
+           "LD_PRELOAD='/opt/libasan.so.8 /a/b.so:%s/lib/libcudapool.so::/c.so'", tree);
+  cr_assert(eq(int, run_env(extra, "", out, sizeof out), 0));
+  fmt(want, sizeof want, "/opt/libasan.so.8:%s/lib/libcudapool.so:/a/b.so:/c.so", tree);
+  assert_var(out, "LD_PRELOAD", want);
+}
+
+Test(launcher, stats_forms) {
+  char out[16384];
+  cr_assert(eq(int, run_env("", "--stats", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STATS", "1");
+  assert_unset(out, "CUDAPOOL_STATS_FORMAT");
+  cr_assert(eq(int, run_env("", "--json", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STATS", "1"); /* --json alone implies --stats */
+  assert_var(out, "CUDAPOOL_STATS_FORMAT", "json");
+  cr_assert(eq(int, run_env("CUDAPOOL_STATS=/f.json", "--json", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STATS", "/f.json");
+}
+
+Test(launcher, program_arguments_untouched) {
+  char out[4096], cmd[PATH_MAX + 512];
+  put_file("lib/libcudapool.so", "", 0644);
+  fmt(cmd, sizeof cmd,
+           CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' scripts/cudapool --mode sync "
+                     "/bin/sh -c 'printf \"%%s|\" \"$@\"' x 'a b' --limit -- 2>/dev/null",
+           tree);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0));
+  cr_assert(eq(str, out, "a b|--limit|--|"));
+}
+
+struct layout {
+  const char *launcher, *lib;
+};
+
+static void check_layout(struct layout l) {
+  char out[16384], cmd[2 * PATH_MAX], want[PATH_MAX + 32];
+  put_launcher(l.launcher);
+  put_file(l.lib, "", 0644);
+  fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/%s' -- /usr/bin/env 2>/dev/null", tree, l.launcher);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0), "%s", out);
+  fmt(want, sizeof want, "%s/%s", tree, l.lib);
+  assert_var(out, "LD_PRELOAD", want);
+}
+
+Test(launcher, finds_library_in_source_tree) {
+  check_layout((struct layout){"scripts/cudapool", "build/libcudapool.so"});
+}
+
+Test(launcher, finds_library_when_installed) {
+  check_layout((struct layout){"bin/cudapool", "lib/libcudapool.so"});
+}
+
+Test(launcher, finds_library_through_a_symlink) {
+  char out[16384], cmd[3 * PATH_MAX], want[PATH_MAX + 32];
+  put_launcher("prefix/bin/cudapool");
+  put_file("prefix/lib/libcudapool.so", "", 0644);
+  fmt(cmd, sizeof cmd, "mkdir -p '%s/usr/bin' && ln -s '%s/prefix/bin/cudapool' '%s/usr/bin/'",
+           tree, tree, tree);
+  cr_assert(eq(int, system(cmd), 0));
+  fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/usr/bin/cudapool' -- /usr/bin/env 2>/dev/null", tree);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0));
+  fmt(want, sizeof want, "%s/prefix/lib/libcudapool.so", tree);
+  assert_var(out, "LD_PRELOAD", want);
+}
+
+struct failure {
+  const char *args;
+  int status;
+  const char *message;
+};
+
+static void check_failure(const char *prefix_env, struct failure f) {
+  char out[4096], cmd[2 * PATH_MAX];
+  put_launcher("bin/cudapool");
+  fmt(cmd, sizeof cmd, CLEAN_ENV "%s '%s/bin/cudapool' %s 2>&1", prefix_env, tree, f.args);
+  int rc = run(cmd, out, sizeof out);
+  cr_assert(eq(int, rc, f.status), "cudapool %s: %s", f.args, out);
+  cr_assert(ne(ptr, strstr(out, f.message), NULL), "cudapool %s said: %s", f.args, out);
+}
+
+Test(launcher, errors_are_clear) {
+  check_failure("", (struct failure){"-- /usr/bin/env", 127, "cudapool: cannot find libcudapool.so"});
+  check_failure("CUDAPOOL_LIB=/nonexistent/libcudapool.so",
+                (struct failure){"-- true", 127, "CUDAPOOL_LIB=/nonexistent/libcudapool.so: no such file"});
+  check_failure("", (struct failure){"--limt 8G -- true", 2, "cudapool: unknown option --limt"});
+  check_failure("", (struct failure){"--limit", 2, "cudapool: --limit needs a value"});
+  check_failure("", (struct failure){"--verbose=1 true", 2, "cudapool: --verbose takes no value"});
+  check_failure("", (struct failure){"--mode sync", 2, "cudapool: no program given"});
+  check_failure("", (struct failure){"-- no-such-program-xyz", 127,
+                                     "cudapool: no-such-program-xyz: command not found"});
+}
+
+Test(launcher, help_names_every_option_and_flag) {
+  static char out[32768];
+  cr_assert(eq(int, run("scripts/cudapool --help", out, sizeof out), 0));
+  for (size_t i = 0; i < cp_option_count(); i++)
+    cr_assert(ne(ptr, strstr(out, cp_option_name(i)), NULL), "--help lacks %s", cp_option_name(i));
+  static const char *const flags[] = {"--limit", "--max-cached", "--max-split", "--mode",
+                                      "--stats[=FILE]", "--json", "--trace", "--layer",
+                                      "--verbose", "--disable", "CUDAPOOL_LIB",
+                                      "cudapool replay", "cudapool plot"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    cr_assert(ne(ptr, strstr(out, flags[i]), NULL), "--help lacks %s", flags[i]);
+}
+
+Test(launcher, replay_and_plot_dispatch) {
+  char out[4096], cmd[2 * PATH_MAX];
+  put_launcher("scripts/cudapool");
+  put_file("scripts/cudapool-replay", "#!/bin/sh\necho \"replay:$*\"\n", 0755);
+  put_file("build/cudapool-plot", "#!/bin/sh\necho \"plot:$*\"\n", 0755);
+  fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/scripts/cudapool' replay --limit 'a b' 2>&1", tree);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0));
+  cr_assert(eq(str, out, "replay:--limit a b\n"));
+  fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/scripts/cudapool' plot x.json 2>&1", tree);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0));
+  cr_assert(eq(str, out, "plot:x.json\n"));
+}
+
+Test(launcher, missing_tool_is_reported) {
+  check_failure("", (struct failure){"plot x", 127, "cudapool: cudapool-plot not found"});
+}
