@@ -16,7 +16,8 @@ $(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 
 # Unit tests of shim modules that need no CUDA at run time (options, report):
 # tests/shim_unit_*.c linked with the shim objects listed in SHIM_UNIT_OBJS.
-SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o,$(SHIM_OBJS))
+SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o \
+                  $(BUILD)/shim/outfile.o,$(SHIM_OBJS))
 SHIM_UNIT_SRCS := $(wildcard tests/shim_unit_*.c)
 SHIM_UNIT_BIN  := $(BUILD)/tests/shim_unit_tests
 $(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/*.h)
