@@ -5,18 +5,18 @@
  * Which layer serves is layer.c's decision. End (destructor): flush the trace and
  * print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
  * runtime may already be unloading); the pools are left to the process's
- * end, as cudaFree at exit would only slow it down. */
-#include <errno.h>
+ * end, as cudaFree at exit would only slow it down. Which files, and what
+ * happens when one cannot be written: outputs.c. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "device.h"
+#include "outputs.h"
 #include "real.h"
 #include "report.h"
 #include "shim.h"
-#include "trace.h"
 
 cp_options_t cp_opts;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -24,8 +24,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void start(void) {
   cp_options_load(&cp_opts, NULL, stderr);
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
-  if (cp_opts.trace[0] && cp_trace_open(cp_opts.trace) != 0)
-    fprintf(stderr, "cudapool: warning: cannot write the trace to %s: %s\n", cp_opts.trace, strerror(errno));
+  cp_outputs_start();
 }
 
 void cp_options_start(void) { pthread_once(&once, start); }
@@ -58,15 +57,4 @@ void cp_print_report(FILE *out, cp_format_t format) {
   cp_report_text(out, devs, n, header);
 }
 
-__attribute__((destructor)) static void cudapool_end(void) {
-  cp_trace_close();
-  if (!cp_opts.stats[0]) return;
-  bool to_stderr = strcmp(cp_opts.stats, "stderr") == 0;
-  FILE *out = to_stderr ? stderr : fopen(cp_opts.stats, "w");
-  if (!out) {
-    fprintf(stderr, "cudapool: warning: cannot write the stats to %s: %s\n", cp_opts.stats, strerror(errno));
-    return;
-  }
-  cp_print_report(out, cp_opts.stats_format);
-  if (!to_stderr) fclose(out);
-}
+__attribute__((destructor)) static void cudapool_end(void) { cp_outputs_end(); }

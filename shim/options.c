@@ -5,12 +5,17 @@
  * through the same parser as the user's value, so the table cannot hold a
  * default the parser would refuse (a unit test loads an empty environment to
  * prove it). Adding an option: a field in cp_options_t, a row here, a line in
- * docs/OPTIONS.md and scripts/cudapool --help (tests check both name it). */
+ * docs/OPTIONS.md and scripts/cudapool --help (tests check both name it).
+ *
+ * Secure execution: the loader, not the getter, decides. With AT_SECURE set
+ * it reads no variable but CUDAPOOL_VERBOSE (for its one line), so a getter
+ * given by a test or the fuzzer is treated like the environment. */
 #include "options.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "parse.h"
@@ -83,7 +88,9 @@ static const char *const kind_what[] = {
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
  * (stats: stderr; trace: refused, there is no default file) are keywords,
- * anything else is a path taken verbatim, blanks included. */
+ * anything else is a path taken verbatim, blanks and %p included: %p is
+ * replaced when the file is opened (outfile.c), in the process that opens it.
+ * The path is refused here when it would not fit with this process's pid. */
 static int parse_path(const char *text, bool is_stats, char *field) {
   char buf[CP_OPTION_PATH_MAX];
   bool on;
@@ -100,8 +107,9 @@ static int parse_path(const char *text, bool is_stats, char *field) {
       return 0;
     }
   }
-  if (cp_expand_pid(text, (long)getpid(), buf, sizeof buf) != 0) return -1;
-  memcpy(field, buf, strlen(buf) + 1);
+  if (cp_expand_pid(text, (long)getpid(), buf, sizeof buf) != 0 || strlen(text) >= sizeof buf)
+    return -1;
+  memcpy(field, text, strlen(text) + 1);
   return 0;
 }
 
@@ -130,12 +138,9 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
   return -1;
 }
 
-/* The user's value inside the warning's quotes: at most 64 bytes of it, and
- * escaped, so that a value with a newline or a terminal escape in it still
- * gives exactly one harmless line. */
-static void put_escaped(FILE *out, const char *v) {
+void cp_put_escaped(FILE *out, const char *v, size_t max) {
   size_t i = 0;
-  for (; v[i] != '\0' && i < 64; i++) {
+  for (; v[i] != '\0' && i < max; i++) {
     unsigned char c = (unsigned char)v[i];
     if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
     else if (c >= 0x20 && c < 0x7f) fputc(c, out);
@@ -147,7 +152,7 @@ static void put_escaped(FILE *out, const char *v) {
 static void warn_bad(FILE *warn, const cp_option_desc_t *d, const char *value) {
   if (warn == NULL) return;
   fprintf(warn, "cudapool: warning: %s=\"", d->name);
-  put_escaped(warn, value);
+  cp_put_escaped(warn, value, 64);
   fprintf(warn, "\" is not %s (accepted: %s); using the default (%s)\n", kind_what[d->kind],
           d->accepted, d->def_says);
   fflush(warn);
@@ -155,7 +160,14 @@ static void warn_bad(FILE *warn, const cp_option_desc_t *d, const char *value) {
 
 const char *cp_options_getenv(const char *name) { return getenv(name); }
 
+bool cp_secure_exec(void) { return getauxval(AT_SECURE) != 0; }
+
 void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FILE *warn) {
+  cp_options_load_as(out, get, warn, cp_secure_exec());
+}
+
+void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name), FILE *warn,
+                        bool secure) {
   if (out == NULL) return;
   if (get == NULL) get = cp_options_getenv;
   memset(out, 0, sizeof *out);
@@ -165,9 +177,17 @@ void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FI
      * ever wrong its field would stay zero, which every option reads as
      * "off" or "no limit". */
     (void)parse_value(d, d->def, out);
+    if (secure) continue;
     const char *v = get(d->name);
     if (cp_is_blank(v)) continue;
     if (parse_value(d, v, out) != 0) warn_bad(warn, d, v);
+  }
+  bool verbose;
+  if (secure && warn != NULL && cp_parse_bool(get("CUDAPOOL_VERBOSE"), &verbose) == 0 && verbose) {
+    fputs("cudapool: privileged program (secure execution): CUDAPOOL_* variables are ignored, "
+          "the defaults are in effect\n",
+          warn);
+    fflush(warn);
   }
 }
 

@@ -12,8 +12,15 @@
  *   - a bad value printed exactly one line on `warn`, nothing else did;
  *   - an unset variable, and one set to the empty string or only blanks,
  *     means the default, without a warning;
- *   - stats is "" (off), "stderr", or a file path with %p already replaced by
- *     the pid; trace is "" (off) or such a path.
+ *   - stats is "" (off), "stderr", or a file path as the user wrote it, %p
+ *     included (outfile.c replaces %p when it opens the file); trace is ""
+ *     (off) or such a path;
+ *   - in a secure-execution process (getauxval(AT_SECURE): set-user-ID,
+ *     set-group-ID, file capabilities) no CUDAPOOL_* variable is read but
+ *     CUDAPOOL_VERBOSE, and every field holds its default: the environment
+ *     belongs to the unprivileged caller, and a file named by it could be
+ *     one the program's privilege lets it overwrite. With CUDAPOOL_VERBOSE
+ *     true it prints one line on `warn` saying so, nothing else.
  * Parsing never depends on the locale and rejects, never wraps, values that do
  * not fit in 64 bits. Not thread-safe: load once, then only read. */
 #ifndef CUDAPOOL_SHIM_OPTIONS_H
@@ -51,8 +58,22 @@ typedef struct cp_options {
 /* Fill *out from the environment through get (NULL = cp_options_getenv). A
  * bad value prints exactly one line to warn (NULL = print nothing), e.g.
  *   cudapool: warning: CUDAPOOL_LIMIT="12Q" is not a size (accepted: bytes with optional K/M/G/T suffix, or N% of device memory); using the default (no limit)
- * and keeps the default. */
+ * and keeps the default. In a secure-execution process (cp_secure_exec())
+ * it is cp_options_load_as(..., true). */
 void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FILE *warn);
+/* cp_options_load with the secure-execution decision given: secure = every
+ * option keeps its default, only CUDAPOOL_VERBOSE is read, for the one line
+ * it prints (see the invariants above). */
+void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name), FILE *warn,
+                        bool secure);
+/* Whether the kernel started this process in secure-execution mode
+ * (getauxval(AT_SECURE) != 0). */
+bool cp_secure_exec(void);
+/* A user's text inside a warning's quotes: at most max bytes of it ("..."
+ * after a cut), '"' and '\' escaped, every byte outside printable ASCII as
+ * \xNN, so that a value with a newline or a terminal escape in it still gives
+ * one harmless line. */
+void cp_put_escaped(FILE *out, const char *text, size_t max);
 /* Print every option in effect, one line each, for CUDAPOOL_VERBOSE:
  *   cudapool: CUDAPOOL_LIMIT=8G (most bytes the pool may reserve per device; 0 = no limit)
  * Each value is printed in a form that cp_options_load reads back unchanged. */

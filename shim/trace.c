@@ -22,6 +22,10 @@
  * fork in the child) or at close. Per thread, chunks are written in record
  * order: the writer empties the queue before it takes a partial buffer.
  *
+ * The file is opened, written and closed through outfile.c (no symbolic link
+ * followed, %p replaced at open, no SIGPIPE); the first write or close error
+ * of an open is kept in g.err for the shim to report at exit.
+ *
  * Lock order: g.lock, then g.file_lock. Nothing here prints or aborts: this
  * runs inside the host program. */
 #include "trace.h"
@@ -37,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "util.h"
 
 #define BUF_BYTES (64 * 1024)
@@ -85,6 +90,7 @@ static struct {
   char *out;       /* formatting buffer (file_lock) */
   tbuf_t *scratch; /* copy of a partial buffer (writer only) */
   _Atomic uint64_t written, dropped;
+  _Atomic int err; /* first write or close error since the last open */
 } g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -158,15 +164,9 @@ static char *format_rec(char *p, uint64_t tid, const rec_t *r) {
   return p;
 }
 
-static bool write_all(int fd, const char *s, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, s, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    s += w;
-    n -= (size_t)w;
-  }
-  return true;
+static void keep_error(int err) {
+  int none = 0;
+  if (err != 0) atomic_compare_exchange_strong(&g.err, &none, err);
 }
 
 /* Records [from, to) of b as one write of whole lines. */
@@ -177,7 +177,9 @@ static void write_range(const tbuf_t *b, uint32_t from, uint32_t to) {
   if (ok) {
     char *p = g.out;
     for (uint32_t i = from; i < to; i++) p = format_rec(p, b->tid, &b->rec[i]);
-    ok = write_all(g.fd, g.out, (size_t)(p - g.out));
+    int err = cp_outfile_write(g.fd, g.out, (size_t)(p - g.out));
+    keep_error(err);
+    ok = err == 0;
   }
   pthread_mutex_unlock(&g.file_lock);
   atomic_fetch_add_explicit(ok ? &g.written : &g.dropped, to - from, memory_order_relaxed);
@@ -336,7 +338,10 @@ static void fork_parent(void) {
  * the child forgets them (a bounded leak, once per fork). */
 static void fork_child(void) {
   atomic_store_explicit(&g.gen, 0, memory_order_relaxed);
+  /* A plain close, not cp_outfile_close: outfile.c's list of open files
+   * keeps the parent's trace, which the child must not write either. */
   if (g.fd >= 0) close(g.fd);
+  atomic_store(&g.err, 0);
   g.fd = -1;
   g.threads = g.qhead = g.qtail = NULL;
   g.qlen = 0;
@@ -466,17 +471,18 @@ int cp_trace_open(const char *path) {
     pthread_mutex_unlock(&g.lock);
     return EBUSY;
   }
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int rc = fd < 0 ? errno : 0;
-  if (rc == 0 && !write_all(fd, header, sizeof header - 1)) rc = errno ? errno : EIO;
+  int fd = cp_outfile_open(path, NULL, 0);
+  int rc = fd < 0 ? -fd : 0;
+  if (rc == 0) rc = cp_outfile_write(fd, header, sizeof header - 1);
   char *out = rc ? NULL : malloc(REC_PER_BUF * LINE_MAX_BYTES);
   tbuf_t *scratch = rc ? NULL : malloc(sizeof *scratch);
   if (rc == 0 && (!out || !scratch)) rc = ENOMEM;
   if (rc != 0) {
-    if (fd >= 0) close(fd);
+    if (fd >= 0) cp_outfile_close(fd);
     free(out);
     free(scratch);
     pthread_mutex_unlock(&g.lock);
+    errno = rc;
     return rc;
   }
   pthread_mutex_lock(&g.file_lock);
@@ -490,6 +496,7 @@ int cp_trace_open(const char *path) {
   g.stop = false;
   atomic_store_explicit(&g.written, 0, memory_order_relaxed);
   atomic_store_explicit(&g.dropped, 0, memory_order_relaxed);
+  atomic_store(&g.err, 0);
   uint64_t gen = ++g.last_gen;
   atomic_store_explicit(&g.gen, gen, memory_order_relaxed);
   /* The writer must not take the program's signals. */
@@ -523,7 +530,7 @@ void cp_trace_close(void) {
     flush_all(g.scratch, gen);
   }
   pthread_mutex_lock(&g.file_lock);
-  close(g.fd);
+  keep_error(cp_outfile_close(g.fd));
   g.fd = -1;
   free(g.out);
   g.out = NULL;
@@ -532,3 +539,5 @@ void cp_trace_close(void) {
   g.scratch = NULL;
   pthread_mutex_unlock(&g.lock);
 }
+
+int cp_trace_error(void) { return atomic_load(&g.err); }

@@ -39,8 +39,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Start recording into path (%p already expanded; truncated). Writes the
- * header line. 0, EBUSY when already open, or the errno of open/write. */
+/* Start recording into path, opened by cp_outfile_open (outfile.h: %p is
+ * replaced by the pid now, no symbolic link is followed, a name with %p must
+ * be new, an existing file is replaced only when it is the user's own).
+ * Writes the header line. 0, EBUSY when already open, or the errno of the
+ * open or the write (errno is set to it too). */
 int cp_trace_open(const char *path);
 void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream);
 void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream);
@@ -64,5 +67,8 @@ bool cp_trace_enabled(void);
 /* Events written to the file, and events lost (write error, no memory) since
  * the last open. Either pointer may be NULL. */
 void cp_trace_counts(uint64_t *written, uint64_t *dropped);
+/* The first error of a write or of the close of the file since the last
+ * open (events of a failed write count as dropped), 0 if none. */
+int cp_trace_error(void);
 
 #endif

@@ -1,0 +1,31 @@
+/* outputs.h: the shim's two output files, the trace (CUDAPOOL_TRACE) and the
+ * exit report (CUDAPOOL_STATS): when each is opened, what happens when one
+ * cannot be written, and the one warning that says so.
+ *
+ * Owns the policy; outfile.h owns how a file is opened and written. Rules:
+ *   - the trace is opened at start; if it cannot be, one warning and the
+ *     program runs without a trace;
+ *   - the report's file is opened at exit while the trace is still open, so
+ *     that a report named like the trace file is refused and the trace kept;
+ *   - a report that cannot be opened or written in full goes to stderr
+ *     after one warning; a trace with a write or close error gets one
+ *     warning at exit;
+ *   - every warning is one line naming the variable, its value (escaped) and
+ *     the file when %p made it differ, the reason and what happens instead.
+ * Called once each, from init.c; never from an allocation path. */
+#ifndef CUDAPOOL_SHIM_OUTPUTS_H
+#define CUDAPOOL_SHIM_OUTPUTS_H
+
+#include <stdio.h>
+
+#include "options.h"
+
+/* At start, once the options are loaded: open the trace if asked. */
+void cp_outputs_start(void);
+/* At exit: close the trace, write the report if asked. No CUDA call. */
+void cp_outputs_end(void);
+
+/* The exit report of every device used, text or JSON (init.c). */
+void cp_print_report(FILE *out, cp_format_t format);
+
+#endif
