@@ -134,7 +134,10 @@ void cp_device_reset(cp_device_t *dev) {
   dev->barrier_event = NULL;
   dev->n_spare = 0;
   pthread_mutex_unlock(&dev->lock);
-  if (pool) retire(pool);
+  if (pool) {
+    retire(pool);
+    atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
+  }
 }
 
 /* A new non-blocking stream is ordered after nothing, yet may be handed
@@ -243,12 +246,17 @@ uint64_t cp_device_reuse_key(cp_device_t *dev) {
   return cp_thread_key();
 }
 
+/* A device reset (a context released at exit, often) leaves its last pool
+ * to report. */
 int cp_device_stats_all(cudapool_stats_t *out, int cap) {
   pthread_once(&table_once, table_init);
   int n = 0;
-  for (int i = 0; i < CP_MAX_DEVICES && n < cap; i++) {
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
     cp_pool_t *pool = atomic_load_explicit(&devices[i].pool, memory_order_acquire);
-    if (pool) cp_get_stats(pool, &out[n++]);
+    if (!pool) pool = atomic_load_explicit(&devices[i].last_retired, memory_order_acquire);
+    if (!pool) continue;
+    if (n < cap) cp_get_stats(pool, &out[n]);
+    n++;
   }
-  return n;
+  return n < cap || !out ? n : cap;
 }

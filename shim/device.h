@@ -37,6 +37,7 @@ typedef struct cp_stream_entry {
 typedef struct cp_device {
   int id;
   _Atomic(cp_pool_t *) pool;
+  _Atomic(cp_pool_t *) last_retired; /* the pool before the last reset */
   pthread_mutex_t lock;
   cp_stream_entry_t *streams;   /* live created streams, by handle */
   atomic_int live_streams;      /* any kind */
@@ -91,7 +92,8 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev);
  * Returns a token for cp_device_leave, -1 when nothing changed. */
 int cp_device_enter(const cp_device_t *dev);
 void cp_device_leave(int token);
-/* Number of devices whose pool exists (for reports), and a snapshot. */
+/* A snapshot of each device that has a pool, or had one before a reset
+ * (for reports), into out[0..cap); returns how many (out may be NULL). */
 int cp_device_stats_all(cudapool_stats_t *out, int cap);
 
 #endif

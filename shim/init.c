@@ -1,8 +1,8 @@
 /* init.c: the shim's start and end.
  *
  * Start (constructor, or the first intercepted call if that comes earlier):
- * read the options once, print them with CUDAPOOL_VERBOSE, open the trace.
- * Which layer serves is layer.c's decision. End (destructor): flush the trace and
+ * read the options once, print them with CUDAPOOL_VERBOSE. The trace opens
+ * at the first CUDA call (layer.c), which also decides which layer serves. End (destructor): flush the trace and
  * print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
  * runtime may already be unloading); the pools are left to the process's
  * end, as cudaFree at exit would only slow it down. Which files, and what
@@ -24,7 +24,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void start(void) {
   cp_options_load(&cp_opts, NULL, stderr);
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
-  cp_outputs_start();
+  cp_layer_at_load();
 }
 
 void cp_options_start(void) { pthread_once(&once, start); }

@@ -1,7 +1,15 @@
-/* layer.c: the one decision of layer.h, and the flavour pick. */
+/* layer.c: the one decision of layer.h, the flavour pick, and when the
+ * shim becomes active: at the first CUDA call it intercepts (not at load:
+ * a process that never uses CUDA, a shell under the launcher, gets no
+ * trace and no report), and never again in the child of a fork() made after
+ * that (the child passes everything through: the parent's pools, streams
+ * and files are not its own, and CUDA cannot be used there anyway). */
 #include "layer.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+
+#include "outputs.h"
 
 #include "real.h"
 #include "shim.h"
@@ -9,13 +17,33 @@
 /* 0 until the first call has loaded the options and looked for the runtime,
  * then 1 (pass through) or 2 (the runtime layer serves). */
 static atomic_int runtime_state;
+static atomic_bool activated, fork_passthrough;
+static pthread_once_t activate_once = PTHREAD_ONCE_INIT;
+
+static void activate(void) {
+  cp_outputs_start();
+  atomic_store(&activated, true);
+}
+
+bool cp_shim_active(void) { return atomic_load(&activated); }
+
+static void child_after_fork(void) {
+  if (!atomic_load(&activated)) return; /* nothing happened yet: a fresh start */
+  atomic_store(&fork_passthrough, true);
+  atomic_store(&activated, false);
+  atomic_store(&runtime_state, 1);
+}
+
+void cp_layer_at_load(void) { pthread_atfork(NULL, NULL, child_after_fork); }
 
 bool cp_shim_init(void) {
   int s = atomic_load_explicit(&runtime_state, memory_order_acquire);
   if (s) return s == 2;
   cp_options_start();
+  pthread_once(&activate_once, activate);
   /* Looked for on every path: a disabled shim still forwards. */
-  bool on = cp_real_complete() && !cp_opts.disable && cp_opts.layer != CP_LAYER_DRIVER;
+  bool on = !atomic_load(&fork_passthrough) && cp_real_complete() && !cp_opts.disable &&
+            cp_opts.layer != CP_LAYER_DRIVER;
   atomic_store_explicit(&runtime_state, on ? 2 : 1, memory_order_release);
   return on;
 }
@@ -28,7 +56,7 @@ bool cp_runtime_serving(void) {
  * sees an undecided runtime. */
 bool cp_hooking(void) {
   (void)cp_shim_init();
-  return !cp_opts.disable;
+  return !cp_opts.disable && !atomic_load_explicit(&fork_passthrough, memory_order_relaxed);
 }
 
 bool cp_driver_serving(void) { return cp_hooking() && cp_opts.layer != CP_LAYER_RUNTIME && cp_drv_ready(); }

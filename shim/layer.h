@@ -32,5 +32,10 @@ bool cp_hooking(void);
 bool cp_driver_serving(void);
 /* For the control API: hooking, and a flavour can be had. */
 bool cp_pool_enabled(void);
+/* This process has made a CUDA call through the shim (its trace is open,
+ * and it reports at exit). */
+bool cp_shim_active(void);
+/* From the constructor: the fork handler. */
+void cp_layer_at_load(void);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "outfile.h"
 #include "shim.h"
 #include "trace.h"
@@ -82,6 +83,12 @@ static int report_to(int fd) {
 }
 
 void cp_outputs_end(void) {
+  /* A process that made no CUDA call, or used no device, says nothing. */
+  if (!cp_shim_active()) return;
+  if (cp_device_stats_all(NULL, 0) == 0) {
+    close_trace();
+    return;
+  }
   bool to_file = cp_opts.stats[0] && strcmp(cp_opts.stats, "stderr") != 0;
   char path[CP_OPTION_PATH_MAX] = "";
   /* Before the trace closes: a report named like the trace file is refused. */

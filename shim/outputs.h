@@ -3,8 +3,10 @@
  * cannot be written, and the one warning that says so.
  *
  * Owns the policy; outfile.h owns how a file is opened and written. Rules:
- *   - the trace is opened at start; if it cannot be, one warning and the
- *     program runs without a trace;
+ *   - the trace is opened at the first CUDA call (layer.c); if it cannot
+ *     be, one warning and the program runs without a trace;
+ *   - a process that made no CUDA call, or used no device, writes no
+ *     report (and a child of fork() is such a process: layer.c);
  *   - the report's file is opened at exit while the trace is still open, so
  *     that a report named like the trace file is refused and the trace kept;
  *   - a report that cannot be opened or written in full goes to stderr

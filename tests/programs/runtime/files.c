@@ -9,8 +9,9 @@
  *                           run), wait for it, then print
  *                           "files: parent_name_taken=0|1": whether a file
  *                           PATTERN for this process's pid exists already
- *   swap PATTERN TARGET     make the descriptor open on PATTERN (the trace
- *                           opened at start) write to TARGET from now on
+ *   swap PATTERN TARGET     make a first CUDA call (the shim opens its
+ *                           trace then), then make the descriptor open on
+ *                           PATTERN write to TARGET from now on
  * Prints "files: pid=N errors=E". Exit status 0, or 2 for a bad argument or
  * an action that failed. */
 #include <fcntl.h>
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
       if (waitpid(pid, &st, 0) != pid) return 2;
       printf("files: parent_name_taken=%d\n", access(path, F_OK) == 0);
     } else if (strcmp(argv[i], "swap") == 0 && i + 2 < argc) {
+      cudaFree(NULL); /* the shim opens its trace at the first CUDA call */
       expand(argv[i + 1], path, sizeof path);
       if (swap(path, argv[i + 2]) != 0) return 2;
       i += 2;
