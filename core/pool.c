@@ -38,6 +38,10 @@ void cp_config_default(cp_config_t *cfg) {
   };
 }
 
+unsigned cp_barrier_cost(unsigned nonblocking) {
+  return 1u + (unsigned)(31 - __builtin_clz(nonblocking + 1u));
+}
+
 static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
 static bool config_valid(const cp_config_t *c) {

@@ -138,6 +138,12 @@ static int sim_barrier(void *ctx, int device) {
   return 0;
 }
 
+static unsigned sim_barrier_cost(void *ctx, int device) {
+  (void)device;
+  const cp_sim_t *sim = ctx;
+  return sim->barrier_cost ? sim->barrier_cost : 1;
+}
+
 static int sim_fence_record(void *ctx, int device, cp_fence_t *out) {
   (void)device;
   cp_sim_t *sim = ctx;
@@ -180,6 +186,7 @@ cp_backend_t cp_sim_backend(cp_sim_t *sim) {
       .alloc = sim_alloc,
       .free = sim_free,
       .barrier = sim_barrier,
+      .barrier_cost = sim_barrier_cost,
       .fence_record = sim_fence_record,
       .fence_query = sim_fence_query,
       .fence_wait = sim_fence_wait,

@@ -34,6 +34,7 @@ typedef struct cp_sim {
   uint64_t rng;       /* xorshift state for fail_percent */
   /* reuse mechanisms */
   bool barrier_enabled;
+  unsigned barrier_cost;     /* what the backend says a barrier costs (0 = 1) */
   bool fence_enabled;
   bool fence_auto_complete; /* fences complete as soon as they are recorded */
   uint64_t fences_recorded;  /* ids are 1, 2, ...: id n is the n-th fence */

@@ -112,7 +112,7 @@ static int cuda_barrier(void *ctx, int device) {
 static unsigned cuda_barrier_cost(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
-  return 1u + (unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed);
+  return cp_barrier_cost((unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed));
 }
 
 /* A fence: one event per live non-blocking stream plus one on the legacy

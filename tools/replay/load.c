@@ -227,6 +227,15 @@ static void resolve(loader_t *L) {
         e.op = RP_OP_SYNC_DEVICE;
         t->syncs++;
         break;
+      case RP_LINE_STREAM_CREATE:
+      case RP_LINE_STREAM_DESTROY:
+      case RP_LINE_CAPTURE_BEGIN:
+      case RP_LINE_CAPTURE_END:
+      case RP_LINE_PER_THREAD_STREAM:
+        e.op = (uint8_t)(RP_OP_STREAM_CREATE + (l->kind - RP_LINE_STREAM_CREATE));
+        e.size = l->size;
+        t->decisions++;
+        break;
       default: /* RP_LINE_EMPTY_CACHE: feed_line keeps nothing else */
         e.op = RP_OP_EMPTY_CACHE;
         break;

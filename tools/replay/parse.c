@@ -6,7 +6,9 @@
  *   Thread   decimal or 0x-hex
  *   Time     seconds ("4.583414") or RMM's clock "HH:MM:SS.us" / "HH:MM:SS:us"
  *   Action   allocate, free (or deallocate), allocate failure, sync_stream,
- *            sync_device, empty_cache; any other word is an extra action that
+ *            sync_device, empty_cache, and the shim's decision events
+ *            stream_create, stream_destroy, capture_begin, capture_end,
+ *            per_thread_stream; any other word is an extra action that
  *            replay skips (segment_alloc, barrier, fence, oom, ...)
  *   Pointer  0x-hex, 0 or (nil);  Size decimal;  Stream like Pointer
  *
@@ -175,6 +177,11 @@ static const struct {
     {"sync_stream", RP_LINE_SYNC_STREAM},
     {"sync_device", RP_LINE_SYNC_DEVICE},
     {"empty_cache", RP_LINE_EMPTY_CACHE},
+    {"stream_create", RP_LINE_STREAM_CREATE},
+    {"stream_destroy", RP_LINE_STREAM_DESTROY},
+    {"capture_begin", RP_LINE_CAPTURE_BEGIN},
+    {"capture_end", RP_LINE_CAPTURE_END},
+    {"per_thread_stream", RP_LINE_PER_THREAD_STREAM},
 };
 
 /* An action we do not know but that looks like one: a word of letters,

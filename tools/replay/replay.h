@@ -39,6 +39,12 @@ enum rp_kind {
   RP_LINE_SYNC_DEVICE,
   RP_LINE_EMPTY_CACHE,
   RP_LINE_ZERO_ALLOC, /* allocate of 0 bytes returning NULL: cudaMalloc(&p, 0) */
+  /* cudapool's decision events (shim/trace.h) */
+  RP_LINE_STREAM_CREATE,  /* Size 1: non-blocking */
+  RP_LINE_STREAM_DESTROY,
+  RP_LINE_CAPTURE_BEGIN,  /* Size 1: relaxed */
+  RP_LINE_CAPTURE_END,
+  RP_LINE_PER_THREAD_STREAM,
 };
 
 typedef struct rp_line {
@@ -64,6 +70,11 @@ enum rp_op {
   RP_OP_SYNC_STREAM,
   RP_OP_SYNC_DEVICE,
   RP_OP_EMPTY_CACHE,
+  RP_OP_STREAM_CREATE,  /* size: 1 non-blocking */
+  RP_OP_STREAM_DESTROY,
+  RP_OP_CAPTURE_BEGIN,  /* size: 1 relaxed */
+  RP_OP_CAPTURE_END,
+  RP_OP_PER_THREAD_STREAM,
 };
 
 typedef struct rp_event {
@@ -82,6 +93,7 @@ typedef struct rp_trace {
   uint32_t nslots;
   /* what the input held */
   size_t lines, allocs, frees, syncs, alloc_failures, skipped, zero_allocs, errors;
+  size_t decisions; /* stream, capture and per-thread-stream events */
   uint64_t peak_live; /* most bytes live at once, exact request sizes */
   bool reordered;     /* lines were not in time order and were sorted */
 } rp_trace_t;
@@ -99,6 +111,37 @@ typedef struct rp_load_opts {
 int rp_load_file(const char *path, const rp_load_opts_t *o, rp_trace_t *t);
 int rp_load_mem(const char *buf, size_t len, const rp_load_opts_t *o, rp_trace_t *t);
 void rp_trace_free(rp_trace_t *t);
+
+/* ---- model.c ---------------------------------------------------------- */
+
+typedef struct rp_model_stream {
+  uint64_t handle;
+  bool nonblocking;
+} rp_model_stream_t;
+
+typedef struct rp_model_capture {
+  uint64_t stream;
+  bool relaxed;
+} rp_model_capture_t;
+
+typedef struct rp_model {
+  rp_model_stream_t *streams;
+  size_t nstreams, capstreams;
+  unsigned nonblocking;
+  bool per_thread;
+  rp_model_capture_t *captures;
+  size_t ncaptures, capcaptures;
+} rp_model_t;
+
+void rp_model_stream_create(rp_model_t *m, uint64_t handle, bool nonblocking);
+void rp_model_stream_destroy(rp_model_t *m, uint64_t handle);
+void rp_model_capture_begin(rp_model_t *m, uint64_t stream, bool relaxed);
+void rp_model_capture_end(rp_model_t *m, uint64_t stream);
+/* The shim's rules, as of the events so far. */
+bool rp_model_keys_on(const rp_model_t *m);
+unsigned rp_model_barrier_cost(const rp_model_t *m);
+bool rp_model_barrier_allowed(const rp_model_t *m);
+void rp_model_free(rp_model_t *m);
 
 /* ---- run.c ------------------------------------------------------------ */
 

@@ -113,10 +113,26 @@ static void timeline_row(FILE *f, cp_pool_t *pool, double time, const char *mark
 }
 
 /* The replay loop. Returns the ns it took, less the OOM bookkeeping. */
+/* A decision event: the model changes, and with it what the shim would pass
+ * and what a barrier would cost or whether one may be issued. */
+static void decide(run_t *R, rp_model_t *m, const rp_event_t *e, const rp_opts_t *o, uint64_t *keymask) {
+  switch (e->op) {
+    case RP_OP_STREAM_CREATE: rp_model_stream_create(m, e->stream, e->size != 0); break;
+    case RP_OP_STREAM_DESTROY: rp_model_stream_destroy(m, e->stream); break;
+    case RP_OP_CAPTURE_BEGIN: rp_model_capture_begin(m, e->stream, e->size != 0); break;
+    case RP_OP_CAPTURE_END: rp_model_capture_end(m, e->stream); break;
+    default: m->per_thread = true; break;
+  }
+  *keymask = o->thread_key && rp_model_keys_on(m) ? UINT64_MAX : 0;
+  R->sim.barrier_cost = rp_model_barrier_cost(m);
+  R->sim.barrier_enabled = o->reuse == RP_REUSE_BARRIER && rp_model_barrier_allowed(m);
+}
+
 static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *timeline) {
   cp_pool_t *pool = R->pool;
   uintptr_t *slots = R->slots;
-  const uint64_t keymask = o->thread_key ? UINT64_MAX : 0;
+  uint64_t keymask = o->thread_key ? UINT64_MAX : 0;
+  rp_model_t model = {0};
   /* Long traces: every step-th row plus every marked one, at most ~200k rows. */
   const size_t step = t->n / 200000 + 1;
   uint64_t t0 = now_ns();
@@ -141,21 +157,24 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
           R->free_errors++; /* a pool bug: the slot came from cp_alloc */
         break;
       case RP_OP_SYNC_STREAM:
-        /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1).
-         * A trace does not say whether non-blocking streams were live. */
-        cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, false);
+        /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
+        cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, model.nonblocking != 0);
         break;
       case RP_OP_SYNC_DEVICE:
         cp_sync_device(pool, cp_sync_mark(pool));
         break;
-      default:
+      case RP_OP_EMPTY_CACHE:
         cp_empty_cache(pool);
         marker = "empty_cache";
+        break;
+      default:
+        decide(R, &model, e, o, &keymask);
         break;
     }
     if (timeline && (i % step == 0 || marker[0] || i + 1 == t->n))
       timeline_row(timeline, pool, t->time[i], marker);
   }
+  rp_model_free(&model);
   return now_ns() - t0 - R->excluded_ns;
 }
 

@@ -1,0 +1,87 @@
+/* model.c: what the shim knew when it made each decision, rebuilt from a
+ * trace's decision events (shim/trace.h), so that replay decides as the live
+ * run did: the live streams the program created (device.c: any one turns
+ * same-thread reuse keys off; a barrier costs 1 + the non-blocking ones; a
+ * legacy-stream sync covers the device only without non-blocking ones),
+ * whether the per-thread default stream was used (keys off for good), and
+ * the captures in progress (cuda_backend.c: barriers go on only while every
+ * capture is relaxed and on a known non-blocking stream).
+ *
+ * Invariants: a handle is in streams at most once; nonblocking counts the
+ * entries flagged so. Traces without these events (RMM's, the shared
+ * PyTorch ones) leave the model empty: keys on, barriers at cost 1. */
+#include "replay.h"
+
+#include <stdlib.h>
+
+static void *grow(void *array, size_t *cap, size_t elem) {
+  size_t n = *cap ? *cap * 2 : 16;
+  void *g = realloc(array, n * elem);
+  if (g) *cap = n;
+  return g;
+}
+
+static size_t find_stream(const rp_model_t *m, uint64_t handle) {
+  for (size_t i = 0; i < m->nstreams; i++)
+    if (m->streams[i].handle == handle) return i;
+  return m->nstreams;
+}
+
+void rp_model_stream_create(rp_model_t *m, uint64_t handle, bool nonblocking) {
+  size_t i = find_stream(m, handle);
+  if (i == m->nstreams) {
+    if (m->nstreams == m->capstreams) {
+      void *g = grow(m->streams, &m->capstreams, sizeof *m->streams);
+      if (!g) return;
+      m->streams = g;
+    }
+    m->streams[m->nstreams++] = (rp_model_stream_t){.handle = handle};
+  } else if (m->streams[i].nonblocking) {
+    m->nonblocking--;
+  }
+  m->streams[i].nonblocking = nonblocking;
+  m->nonblocking += nonblocking;
+}
+
+void rp_model_stream_destroy(rp_model_t *m, uint64_t handle) {
+  size_t i = find_stream(m, handle);
+  if (i == m->nstreams) return;
+  m->nonblocking -= m->streams[i].nonblocking;
+  m->streams[i] = m->streams[--m->nstreams];
+  rp_model_capture_end(m, handle); /* a capture dies with its stream */
+}
+
+void rp_model_capture_begin(rp_model_t *m, uint64_t stream, bool relaxed) {
+  if (m->ncaptures == m->capcaptures) {
+    void *g = grow(m->captures, &m->capcaptures, sizeof *m->captures);
+    if (!g) return;
+    m->captures = g;
+  }
+  m->captures[m->ncaptures++] = (rp_model_capture_t){.stream = stream, .relaxed = relaxed};
+}
+
+void rp_model_capture_end(rp_model_t *m, uint64_t stream) {
+  for (size_t i = 0; i < m->ncaptures; i++) {
+    if (m->captures[i].stream != stream) continue;
+    m->captures[i] = m->captures[--m->ncaptures];
+    return;
+  }
+}
+
+bool rp_model_keys_on(const rp_model_t *m) { return m->nstreams == 0 && !m->per_thread; }
+
+unsigned rp_model_barrier_cost(const rp_model_t *m) { return cp_barrier_cost(m->nonblocking); }
+
+bool rp_model_barrier_allowed(const rp_model_t *m) {
+  for (size_t i = 0; i < m->ncaptures; i++) {
+    size_t s = find_stream(m, m->captures[i].stream);
+    if (!m->captures[i].relaxed || s == m->nstreams || !m->streams[s].nonblocking) return false;
+  }
+  return true;
+}
+
+void rp_model_free(rp_model_t *m) {
+  free(m->streams);
+  free(m->captures);
+  *m = (rp_model_t){0};
+}
