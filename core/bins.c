@@ -85,13 +85,9 @@ cp_block_t *cp_bins_largest(cp_bins_t *bins) {
   return RB_MAX(cp_size_tree, &bins->tree[c]);
 }
 
-void cp_tree_insert(struct cp_size_tree *tree, cp_block_t *block) {
-  RB_INSERT(cp_size_tree, tree, block);
-}
+void cp_tree_insert(struct cp_size_tree *tree, cp_block_t *block) { RB_INSERT(cp_size_tree, tree, block); }
 
-void cp_tree_remove(struct cp_size_tree *tree, cp_block_t *block) {
-  RB_REMOVE(cp_size_tree, tree, block);
-}
+void cp_tree_remove(struct cp_size_tree *tree, cp_block_t *block) { RB_REMOVE(cp_size_tree, tree, block); }
 
 cp_block_t *cp_tree_best_fit(struct cp_size_tree *tree, size_t size) {
   cp_block_t key = {.size = size, .addr = 0};

@@ -13,18 +13,18 @@
 
 #include "block.h"
 
-#define CP_BIN_LINEAR 32   /* classes 0..31: sizes of 1..31 rounding units */
-#define CP_BIN_SUB_LOG2 4  /* 16 subclasses per power of two above that */
+#define CP_BIN_LINEAR 32  /* classes 0..31: sizes of 1..31 rounding units */
+#define CP_BIN_SUB_LOG2 4 /* 16 subclasses per power of two above that */
 #define CP_BIN_COUNT (CP_BIN_LINEAR + 50 * (1 << CP_BIN_SUB_LOG2))
 #define CP_BIN_WORDS ((CP_BIN_COUNT + 63) / 64)
 
 typedef struct cp_bins {
-  uint64_t top;                  /* bit w: map[w] != 0 */
-  uint64_t map[CP_BIN_WORDS];    /* bit c: class c non-empty */
+  uint64_t top;               /* bit w: map[w] != 0 */
+  uint64_t map[CP_BIN_WORDS]; /* bit c: class c non-empty */
   struct cp_size_tree tree[CP_BIN_COUNT];
   size_t count;
   size_t bytes;
-  unsigned unit_log2;            /* log2 of the rounding unit */
+  unsigned unit_log2; /* log2 of the rounding unit */
 } cp_bins_t;
 
 void cp_bins_init(cp_bins_t *bins, size_t unit);

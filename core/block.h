@@ -35,10 +35,10 @@ typedef struct cp_block {
   struct cp_segment *segment;
   struct cp_block *prev, *next; /* address neighbours within the segment */
   cp_block_state_t state;
-  uint64_t stream;    /* the stream it was allocated for */
-  size_t requested;   /* ACTIVE: bytes the program asked for */
+  uint64_t stream;  /* the stream it was allocated for */
+  size_t requested; /* ACTIVE: bytes the program asked for */
   /* PENDING */
-  uint64_t free_seq;  /* position in the pool's free order */
+  uint64_t free_seq; /* position in the pool's free order */
   struct cp_block *fifo_prev, *fifo_next;
   struct cp_keyed *keyed; /* the reuse-key tree holding it, or NULL */
   /* streams recorded with cp_record_stream, besides `stream` */
@@ -55,8 +55,8 @@ RB_HEAD(cp_size_tree, cp_block);
 typedef struct cp_segment {
   uintptr_t base;
   size_t size;
-  bool small;         /* belongs to the small pool */
-  cp_block_t *first;  /* lowest-address block */
+  bool small;                       /* belongs to the small pool */
+  cp_block_t *first;                /* lowest-address block */
   struct cp_segment *older, *newer; /* creation order, for trimming */
   RB_ENTRY(cp_segment) addr_link;
 } cp_segment_t;

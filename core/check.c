@@ -40,7 +40,8 @@ static int check_segment(cp_pool_t *pool, cp_segment_t *seg, tally_t *t, char *w
       t->requested += b->requested;
     } else {
       t->free_blocks++;
-      if (b->state == CP_BLOCK_READY) t->ready[seg->small]++;
+      if (b->state == CP_BLOCK_READY)
+        t->ready[seg->small]++;
       else {
         t->pending[seg->small]++;
         t->pending_bytes += b->size;
@@ -77,20 +78,27 @@ int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
     rc = check_segment(pool, seg, &t, why, n);
   const cudapool_stats_t *s = &pool->stats;
   if (rc == 0 && HASH_COUNT(pool->active) != t.active + 1)
-    rc = fail(why, n, "map has %u entries, %zu active blocks and the anchor", HASH_COUNT(pool->active), t.active);
+    rc = fail(why, n, "map has %u entries, %zu active blocks and the anchor", HASH_COUNT(pool->active),
+              t.active);
   for (int small = 0; small < 2 && rc == 0; small++) {
     cp_subpool_t *sp = cp_subpool_of(pool, small);
-    if (sp->ready.count != t.ready[small]) rc = fail(why, n, "bins hold %zu, %zu ready", sp->ready.count, t.ready[small]);
-    else if (sp->pending_count != t.pending[small]) rc = fail(why, n, "pending count %zu, found %zu", sp->pending_count, t.pending[small]);
+    if (sp->ready.count != t.ready[small])
+      rc = fail(why, n, "bins hold %zu, %zu ready", sp->ready.count, t.ready[small]);
+    else if (sp->pending_count != t.pending[small])
+      rc = fail(why, n, "pending count %zu, found %zu", sp->pending_count, t.pending[small]);
   }
   if (rc == 0) rc = check_fifo(pool, t.pending[0] + t.pending[1], why, n);
   if (rc == 0 && (t.blocks != pool->block_count || t.free_blocks != pool->free_block_count))
-    rc = fail(why, n, "block counts %zu/%zu, found %zu/%zu", pool->block_count, pool->free_block_count, t.blocks, t.free_blocks);
-  if (rc == 0 && ((size_t)s->allocated_bytes.current != t.allocated || (size_t)s->allocated_blocks.current != t.active ||
-                  (size_t)s->requested_bytes.current != t.requested || (size_t)s->pending_bytes.current != t.pending_bytes ||
-                  (size_t)s->reserved_bytes.current != t.reserved || (size_t)s->segments.current != t.segments))
-    rc = fail(why, n, "stats disagree: allocated %ld/%zu reserved %ld/%zu pending %ld/%zu", (long)s->allocated_bytes.current,
-              t.allocated, (long)s->reserved_bytes.current, t.reserved, (long)s->pending_bytes.current, t.pending_bytes);
+    rc = fail(why, n, "block counts %zu/%zu, found %zu/%zu", pool->block_count, pool->free_block_count,
+              t.blocks, t.free_blocks);
+  if (rc == 0 &&
+      ((size_t)s->allocated_bytes.current != t.allocated || (size_t)s->allocated_blocks.current != t.active ||
+       (size_t)s->requested_bytes.current != t.requested ||
+       (size_t)s->pending_bytes.current != t.pending_bytes ||
+       (size_t)s->reserved_bytes.current != t.reserved || (size_t)s->segments.current != t.segments))
+    rc = fail(why, n, "stats disagree: allocated %ld/%zu reserved %ld/%zu pending %ld/%zu",
+              (long)s->allocated_bytes.current, t.allocated, (long)s->reserved_bytes.current, t.reserved,
+              (long)s->pending_bytes.current, t.pending_bytes);
   if (rc == 0 && (s->active_bytes.current != s->allocated_bytes.current + s->pending_bytes.current ||
                   s->cached_bytes.current != s->reserved_bytes.current - s->allocated_bytes.current))
     rc = fail(why, n, "derived stats stale");

@@ -47,8 +47,7 @@ static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 static bool config_valid(const cp_config_t *c) {
   return is_pow2(c->round) && is_pow2(c->segment_round) && c->small_max % c->round == 0 &&
          c->small_segment >= c->small_max && c->large_threshold <= c->large_segment &&
-         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 &&
-         c->segment_round >= c->round;
+         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 && c->segment_round >= c->round;
 }
 
 size_t cp_round_size(const cp_config_t *cfg, size_t size) {
@@ -66,8 +65,7 @@ size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size) {
 }
 
 int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp_backend_t *backend) {
-  if (!out || !cfg || !backend || !backend->alloc || !backend->free || !config_valid(cfg))
-    return EINVAL;
+  if (!out || !cfg || !backend || !backend->alloc || !backend->free || !config_valid(cfg)) return EINVAL;
   cp_pool_t *pool = calloc(1, sizeof *pool);
   if (!pool) return ENOMEM;
   pthread_mutex_init(&pool->lock, NULL);
@@ -169,19 +167,18 @@ static bool better_fit(const cp_block_t *a, const cp_block_t *b) {
 
 /* The best cached block the request may use now: the best ready block, or
  * the best pending block of its own (stream, key). Left in its index. */
-static cp_block_t *pick_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream,
-                               uint64_t key, bool *immediate) {
+static cp_block_t *pick_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
+                               bool *immediate) {
   cp_block_t *best = fit_allowed(&pool->cfg, cp_bins_best_fit(&sp->ready, rsize), rsize);
-  cp_block_t *own = key ? fit_allowed(&pool->cfg, cp_keyed_best_fit(sp, stream, key, rsize), rsize)
-                        : NULL;
+  cp_block_t *own = key ? fit_allowed(&pool->cfg, cp_keyed_best_fit(sp, stream, key, rsize), rsize) : NULL;
   *immediate = own && better_fit(own, best);
   return *immediate ? own : best;
 }
 
 /* A picked READY block leaves the bins; a PENDING one stays in the FIFO
  * until carve() splits it. */
-static cp_block_t *take_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream,
-                               uint64_t key, bool *immediate) {
+static cp_block_t *take_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
+                               bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);
   return b;
@@ -248,8 +245,8 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
  * for 8 already costs memory. A barrier that must reach many streams costs
  * more, and is asked for proportionally less often. Fences are polled only
  * when nothing fits. */
-static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream,
-                               uint64_t key, bool *immediate) {
+static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
+                               bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
   size_t waiting = cp_pending_not_usable(sp, stream, key);
   bool worth_a_barrier = waiting > 0;
@@ -371,7 +368,8 @@ bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   cp_block_t *b = seg ? seg->first : NULL;
   while (b && addr - b->addr >= b->size) b = b->next;
   bool found = b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested;
-  if (found) *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
+  if (found)
+    *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
   pthread_mutex_unlock(&pool->lock);
   return found;
 }
@@ -430,8 +428,10 @@ void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
 }
 
 void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {
-  if (!legacy) cp_sync_stream(pool, mark, stream);
-  else if (!nonblocking_live) cp_sync_device(pool, mark);
+  if (!legacy)
+    cp_sync_stream(pool, mark, stream);
+  else if (!nonblocking_live)
+    cp_sync_device(pool, mark);
 }
 
 void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {

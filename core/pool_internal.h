@@ -33,7 +33,9 @@ static inline unsigned cp_hash_words(const void *key, size_t len) {
 
 /* Pending blocks that one (stream, key) may reuse at once. */
 typedef struct cp_keyed {
-  struct { uint64_t stream, key; } id;
+  struct {
+    uint64_t stream, key;
+  } id;
   struct cp_size_tree tree;
   size_t count;
   UT_hash_handle hh;
@@ -41,7 +43,7 @@ typedef struct cp_keyed {
 
 typedef struct cp_subpool {
   cp_bins_t ready;
-  cp_keyed_t *keyed;    /* uthash by id */
+  cp_keyed_t *keyed;      /* uthash by id */
   cp_keyed_t *last_keyed; /* the one looked up last: usually the next too */
   size_t pending_bytes;
   size_t pending_count;
@@ -57,7 +59,7 @@ struct cp_pool {
   int device;
   cp_config_t cfg;
   cp_backend_t be;
-  cp_observer_fn *observer;          /* NULL: nobody watches */
+  cp_observer_fn *observer; /* NULL: nobody watches */
   void *observer_ctx;
   cp_subpool_t small, large;
   cp_block_t *active;                /* uthash: addr -> ACTIVE block, plus `anchor` */
@@ -69,7 +71,7 @@ struct cp_pool {
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
   cp_fence_rec_t *fences;            /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
-  cp_block_t *spare;                 /* recycled block structs (via next) */
+  cp_block_t *spare; /* recycled block structs (via next) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
 };

@@ -120,8 +120,10 @@ static bool joinable(const cp_block_t *n, const cp_keyed_t *k) {
 }
 
 static void detach_free(cp_pool_t *pool, cp_block_t *n) {
-  if (n->state == CP_BLOCK_READY) cp_bins_remove(&subpool_of_block(pool, n)->ready, n);
-  else cp_pending_remove(pool, n);
+  if (n->state == CP_BLOCK_READY)
+    cp_bins_remove(&subpool_of_block(pool, n)->ready, n);
+  else
+    cp_pending_remove(pool, n);
 }
 
 /* A keyed free coalesces at once with what its key may use: the result is
@@ -148,10 +150,14 @@ static cp_block_t *coalesce_for_key(cp_pool_t *pool, cp_block_t *b, const cp_key
 static void fifo_insert_after(cp_pool_t *pool, cp_block_t *prev, cp_block_t *b) {
   b->fifo_prev = prev;
   b->fifo_next = prev ? prev->fifo_next : pool->fifo_head;
-  if (b->fifo_next) b->fifo_next->fifo_prev = b;
-  else pool->fifo_tail = b;
-  if (prev) prev->fifo_next = b;
-  else pool->fifo_head = b;
+  if (b->fifo_next)
+    b->fifo_next->fifo_prev = b;
+  else
+    pool->fifo_tail = b;
+  if (prev)
+    prev->fifo_next = b;
+  else
+    pool->fifo_head = b;
 }
 
 void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
@@ -165,10 +171,14 @@ void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
 }
 
 static void fifo_unlink(cp_pool_t *pool, cp_block_t *b) {
-  if (b->fifo_prev) b->fifo_prev->fifo_next = b->fifo_next;
-  else pool->fifo_head = b->fifo_next;
-  if (b->fifo_next) b->fifo_next->fifo_prev = b->fifo_prev;
-  else pool->fifo_tail = b->fifo_prev;
+  if (b->fifo_prev)
+    b->fifo_prev->fifo_next = b->fifo_next;
+  else
+    pool->fifo_head = b->fifo_next;
+  if (b->fifo_next)
+    b->fifo_next->fifo_prev = b->fifo_prev;
+  else
+    pool->fifo_tail = b->fifo_prev;
   b->fifo_prev = b->fifo_next = NULL;
 }
 
@@ -206,8 +216,7 @@ static cp_fence_rec_t *fence_front(cp_pool_t *pool) { return &pool->fences[pool-
 
 static void fence_pop(cp_pool_t *pool, bool release) {
   cp_fence_rec_t *rec = fence_front(pool);
-  if (release && pool->be.fence_release)
-    pool->be.fence_release(pool->be.ctx, pool->device, rec->fence);
+  if (release && pool->be.fence_release) pool->be.fence_release(pool->be.ctx, pool->device, rec->fence);
   pool->fence_head = (pool->fence_head + 1) % pool->fence_cap;
   pool->fence_count--;
 }
@@ -237,16 +246,14 @@ static bool fence_push(cp_pool_t *pool, cp_fence_t fence, uint64_t covers) {
     pool->fence_cap = cap;
     pool->fence_head = 0;
   }
-  pool->fences[(pool->fence_head + pool->fence_count) % pool->fence_cap] =
-      (cp_fence_rec_t){fence, covers};
+  pool->fences[(pool->fence_head + pool->fence_count) % pool->fence_cap] = (cp_fence_rec_t){fence, covers};
   pool->fence_count++;
   return true;
 }
 
 /* One fence for every pending block no fence covers yet. */
 static void fence_new_frees(cp_pool_t *pool) {
-  if (!pool->be.fence_record || !pool->fifo_tail || pool->fifo_tail->free_seq <= pool->fenced_upto)
-    return;
+  if (!pool->be.fence_record || !pool->fifo_tail || pool->fifo_tail->free_seq <= pool->fenced_upto) return;
   cp_fence_t fence;
   if (pool->be.fence_record(pool->be.ctx, pool->device, &fence) != 0) return;
   if (!fence_push(pool, fence, pool->free_seq)) {

@@ -55,8 +55,10 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
     return ENOMEM;
   }
   *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b, .older = pool->newest};
-  if (pool->newest) pool->newest->newer = seg;
-  else pool->oldest = seg;
+  if (pool->newest)
+    pool->newest->newer = seg;
+  else
+    pool->oldest = seg;
   pool->newest = seg;
   RB_INSERT(cp_segment_tree, &pool->segments, seg);
   *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
@@ -76,10 +78,14 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   pool->block_count--;
   pool->free_block_count--;
   RB_REMOVE(cp_segment_tree, &pool->segments, seg);
-  if (seg->older) seg->older->newer = seg->newer;
-  else pool->oldest = seg->newer;
-  if (seg->newer) seg->newer->older = seg->older;
-  else pool->newest = seg->older;
+  if (seg->older)
+    seg->older->newer = seg->newer;
+  else
+    pool->oldest = seg->newer;
+  if (seg->newer)
+    seg->newer->older = seg->older;
+  else
+    pool->newest = seg->older;
   pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
   cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
   cp_stat_add(&pool->stats.segments, -1);

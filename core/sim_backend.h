@@ -24,19 +24,19 @@
 typedef struct cp_sim_range cp_sim_range_t;
 
 typedef struct cp_sim {
-  uintptr_t base;     /* first address handed out */
-  size_t capacity;    /* most bytes live at once */
-  size_t used;        /* bytes live now */
+  uintptr_t base;  /* first address handed out */
+  size_t capacity; /* most bytes live at once */
+  size_t used;     /* bytes live now */
   size_t peak_used;
   /* failure injection */
-  long fail_after;    /* >= 0: this many more allocs succeed, then all fail */
+  long fail_after;       /* >= 0: this many more allocs succeed, then all fail */
   uint32_t fail_percent; /* 0..100: each alloc fails with this chance */
-  uint64_t rng;       /* xorshift state for fail_percent */
+  uint64_t rng;          /* xorshift state for fail_percent */
   /* reuse mechanisms */
   bool barrier_enabled;
-  unsigned barrier_cost;     /* what the backend says a barrier costs (0 = 1) */
+  unsigned barrier_cost; /* what the backend says a barrier costs (0 = 1) */
   bool fence_enabled;
-  bool fence_auto_complete; /* fences complete as soon as they are recorded */
+  bool fence_auto_complete;  /* fences complete as soon as they are recorded */
   uint64_t fences_recorded;  /* ids are 1, 2, ...: id n is the n-th fence */
   uint64_t fences_completed; /* every fence with id <= this has completed */
   uint64_t fences_released;
@@ -44,8 +44,8 @@ typedef struct cp_sim {
   uint64_t allocs, frees, failed_allocs, barriers, refused_barriers;
   uint64_t fence_queries, fence_waits, bad_frees;
   /* live allocations and free address ranges (internal) */
-  cp_sim_range_t *live;     /* uthash by address */
-  cp_sim_range_t *holes;    /* sorted list of free ranges */
+  cp_sim_range_t *live;  /* uthash by address */
+  cp_sim_range_t *holes; /* sorted list of free ranges */
 } cp_sim_t;
 
 /* A device of `capacity` bytes; barrier and fences enabled, fences manual. */

@@ -9,13 +9,13 @@
 #include <time.h>
 
 /* Delete every entry of the uthash table `head` (handle `hh`) and free it. */
-#define CP_HASH_FREE_ALL(head, type)   \
-  do {                                 \
-    type *cp_el_, *cp_tmp_;            \
+#define CP_HASH_FREE_ALL(head, type)       \
+  do {                                     \
+    type *cp_el_, *cp_tmp_;                \
     HASH_ITER(hh, head, cp_el_, cp_tmp_) { \
-      HASH_DEL(head, cp_el_);          \
-      free(cp_el_);                    \
-    }                                  \
+      HASH_DEL(head, cp_el_);              \
+      free(cp_el_);                        \
+    }                                      \
   } while (0)
 
 static inline uint64_t cp_monotonic_ns(void) {

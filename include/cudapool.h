@@ -36,36 +36,36 @@ typedef struct CUstream_st *cudaStream_t;
 
 /* Gauges have a current value and a peak since start or the last reset_peak.
  * X(name, description) */
-#define CUDAPOOL_GAUGES(X)                                                        \
-  X(allocated_bytes, "bytes in blocks handed to the program (rounded to 512)")    \
-  X(allocated_blocks, "blocks handed to the program")                             \
-  X(requested_bytes, "bytes the program asked for, before rounding")              \
-  X(active_bytes, "allocated plus freed blocks the device may still touch")       \
-  X(pending_bytes, "freed blocks not yet reusable by every stream")               \
-  X(cached_bytes, "reserved but not allocated: free and pending blocks")          \
-  X(reserved_bytes, "bytes obtained from the driver")                             \
+#define CUDAPOOL_GAUGES(X)                                                     \
+  X(allocated_bytes, "bytes in blocks handed to the program (rounded to 512)") \
+  X(allocated_blocks, "blocks handed to the program")                          \
+  X(requested_bytes, "bytes the program asked for, before rounding")           \
+  X(active_bytes, "allocated plus freed blocks the device may still touch")    \
+  X(pending_bytes, "freed blocks not yet reusable by every stream")            \
+  X(cached_bytes, "reserved but not allocated: free and pending blocks")       \
+  X(reserved_bytes, "bytes obtained from the driver")                          \
   X(segments, "driver allocations held")
 
 /* Counters only grow. X(name, description) */
-#define CUDAPOOL_COUNTERS(X)                                                      \
-  X(num_alloc, "allocations served")                                              \
-  X(num_free, "frees of pool blocks")                                             \
-  X(hits, "allocations served from cached memory")                                \
-  X(misses, "allocations that needed a new driver allocation")                    \
-  X(num_immediate_reuse, "hits on a block freed by the same thread and stream")   \
-  X(num_device_alloc, "driver allocations made")                                  \
-  X(num_device_free, "driver allocations released")                               \
-  X(num_barriers, "asynchronous device-wide barriers issued")                     \
-  X(num_fences_recorded, "fences recorded")                                       \
-  X(num_fences_waited, "fences the host waited for")                              \
-  X(num_sync_points, "program synchronisations that completed pending blocks")    \
-  X(num_alloc_retries, "allocations that failed once and were retried")           \
+#define CUDAPOOL_COUNTERS(X)                                                    \
+  X(num_alloc, "allocations served")                                            \
+  X(num_free, "frees of pool blocks")                                           \
+  X(hits, "allocations served from cached memory")                              \
+  X(misses, "allocations that needed a new driver allocation")                  \
+  X(num_immediate_reuse, "hits on a block freed by the same thread and stream") \
+  X(num_device_alloc, "driver allocations made")                                \
+  X(num_device_free, "driver allocations released")                             \
+  X(num_barriers, "asynchronous device-wide barriers issued")                   \
+  X(num_fences_recorded, "fences recorded")                                     \
+  X(num_fences_waited, "fences the host waited for")                            \
+  X(num_sync_points, "program synchronisations that completed pending blocks")  \
+  X(num_alloc_retries, "allocations that failed once and were retried")         \
   X(num_ooms, "allocations that failed with out-of-memory")
 
 /* Values computed when the stats are read. X(name, description) */
-#define CUDAPOOL_SNAPSHOT(X)                                                      \
-  X(blocks, "blocks in all segments")                                             \
-  X(free_blocks, "blocks not handed to the program (free or pending)")            \
+#define CUDAPOOL_SNAPSHOT(X)                                           \
+  X(blocks, "blocks in all segments")                                  \
+  X(free_blocks, "blocks not handed to the program (free or pending)") \
   X(largest_free_block, "largest block reusable now, in bytes")
 
 typedef struct cudapool_gauge {

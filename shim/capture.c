@@ -72,8 +72,10 @@ void cp_capture_begin_lock(uintptr_t stream) {
 
 void cp_capture_begin_done(bool began, uintptr_t stream, bool strict) {
   if (began && cp_trace_enabled()) cp_trace_extra(CP_TRACE_CAPTURE_BEGIN, 0, !strict, stream);
-  if (began) started(stream, strict, beginning_pre_event);
-  else drop_event(beginning_pre_event);
+  if (began)
+    started(stream, strict, beginning_pre_event);
+  else
+    drop_event(beginning_pre_event);
   beginning_pre_event = NULL;
   pthread_rwlock_unlock(&capture_lock);
 }

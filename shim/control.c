@@ -107,8 +107,10 @@ CP_EXPORT int cudapool_record_stream(const void *ptr, cudaStream_t stream) {
 CP_EXPORT int cudapool_print_stats(FILE *out, const char *format) {
   if (!out) return EINVAL;
   cp_format_t f = CP_FORMAT_TEXT;
-  if (format && strcmp(format, "json") == 0) f = CP_FORMAT_JSON;
-  else if (format && strcmp(format, "text") != 0) return EINVAL;
+  if (format && strcmp(format, "json") == 0)
+    f = CP_FORMAT_JSON;
+  else if (format && strcmp(format, "text") != 0)
+    return EINVAL;
   cp_print_report(out, f);
   return 0;
 }

@@ -95,7 +95,8 @@ static int cuda_barrier(void *ctx, int device) {
   void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (!ok || !s->nonblocking) continue;
-    if (capturing(s, &pre)) ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
+    if (capturing(s, &pre))
+      ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
     else
       ok = s->event && api->event_record(s->event, s->stream) == 0 &&
            api->stream_wait(cudaStreamLegacy, s->event) == 0;
@@ -103,7 +104,8 @@ static int cuda_barrier(void *ctx, int device) {
   ok = ok && api->event_record(dev->barrier_event, cudaStreamLegacy) == 0;
   /* A capturing stream waits when its capture ends (cp_stream_after_barriers). */
   HASH_ITER(hh, dev->streams, s, tmp) {
-    if (ok && s->nonblocking && !capturing(s, &pre)) ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
+    if (ok && s->nonblocking && !capturing(s, &pre))
+      ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
   }
   ordering_end(dev, token);
   return ok ? 0 : -1;

@@ -92,7 +92,8 @@ bool cp_device_nonblocking_live(const cp_device_t *dev) {
 int cp_device_id(const cp_device_t *dev) { return dev->id; }
 
 cp_device_t *cp_next_device_with_pool(int *next) {
-  uint64_t mask = *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&pool_mask, memory_order_acquire) >> *next;
+  uint64_t mask =
+      *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&pool_mask, memory_order_acquire) >> *next;
   while (mask) {
     int i = *next + __builtin_ctzll(mask);
     if (atomic_load_explicit(&devices[i].pool, memory_order_acquire)) {

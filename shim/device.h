@@ -39,11 +39,11 @@ typedef struct cp_device {
   _Atomic(cp_pool_t *) pool;
   _Atomic(cp_pool_t *) last_retired; /* the pool before the last reset */
   pthread_mutex_t lock;
-  cp_stream_entry_t *streams;   /* live created streams, by handle */
-  atomic_int live_streams;      /* any kind */
+  cp_stream_entry_t *streams; /* live created streams, by handle */
+  atomic_int live_streams;    /* any kind */
   atomic_int live_nonblocking;
-  cudaEvent_t barrier_event;    /* E, recorded on the legacy stream */
-  cudaEvent_t *spare_events;    /* for fences */
+  cudaEvent_t barrier_event; /* E, recorded on the legacy stream */
+  cudaEvent_t *spare_events; /* for fences */
   int n_spare, cap_spare;
 } cp_device_t;
 

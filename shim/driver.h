@@ -31,54 +31,54 @@
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 
 /* The served variants: X(name). Each has a wrapper named cp_w_<name>. */
-#define CP_DRV_SERVED(X)            \
-  X(cuMemAlloc_v2)                  \
-  X(cuMemFree_v2)                   \
-  X(cuMemAllocPitch_v2)             \
-  X(cuMemGetInfo_v2)                \
-  X(cuStreamSynchronize)            \
-  X(cuStreamSynchronize_ptsz)       \
-  X(cuCtxSynchronize)               \
-  X(cuCtxSynchronize_v2)            \
-  X(cuStreamCreate)                 \
-  X(cuStreamCreateWithPriority)     \
-  X(cuStreamDestroy_v2)             \
-  X(cuDevicePrimaryCtxReset)        \
-  X(cuDevicePrimaryCtxReset_v2)     \
-  X(cuDevicePrimaryCtxRelease)      \
-  X(cuDevicePrimaryCtxRelease_v2)   \
-  X(cuStreamBeginCapture)           \
-  X(cuStreamBeginCapture_ptsz)      \
-  X(cuStreamBeginCapture_v2)        \
-  X(cuStreamBeginCapture_v2_ptsz)   \
-  X(cuStreamBeginCaptureToGraph)    \
+#define CP_DRV_SERVED(X)              \
+  X(cuMemAlloc_v2)                    \
+  X(cuMemFree_v2)                     \
+  X(cuMemAllocPitch_v2)               \
+  X(cuMemGetInfo_v2)                  \
+  X(cuStreamSynchronize)              \
+  X(cuStreamSynchronize_ptsz)         \
+  X(cuCtxSynchronize)                 \
+  X(cuCtxSynchronize_v2)              \
+  X(cuStreamCreate)                   \
+  X(cuStreamCreateWithPriority)       \
+  X(cuStreamDestroy_v2)               \
+  X(cuDevicePrimaryCtxReset)          \
+  X(cuDevicePrimaryCtxReset_v2)       \
+  X(cuDevicePrimaryCtxRelease)        \
+  X(cuDevicePrimaryCtxRelease_v2)     \
+  X(cuStreamBeginCapture)             \
+  X(cuStreamBeginCapture_ptsz)        \
+  X(cuStreamBeginCapture_v2)          \
+  X(cuStreamBeginCapture_v2_ptsz)     \
+  X(cuStreamBeginCaptureToGraph)      \
   X(cuStreamBeginCaptureToGraph_ptsz) \
-  X(cuStreamEndCapture)             \
-  X(cuStreamEndCapture_ptsz)        \
-  X(cuGetProcAddress)               \
-  X(cuGetProcAddress_v2)            \
-  X(cuMemFreeAsync)                 \
-  X(cuMemFreeAsync_ptsz)            \
-  X(cuMemGetAddressRange_v2)        \
-  X(cuPointerGetAttribute)          \
-  X(cuPointerGetAttributes)         \
+  X(cuStreamEndCapture)               \
+  X(cuStreamEndCapture_ptsz)          \
+  X(cuGetProcAddress)                 \
+  X(cuGetProcAddress_v2)              \
+  X(cuMemFreeAsync)                   \
+  X(cuMemFreeAsync_ptsz)              \
+  X(cuMemGetAddressRange_v2)          \
+  X(cuPointerGetAttribute)            \
+  X(cuPointerGetAttributes)           \
   X(cuIpcGetMemHandle)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
  * driver flavour cannot work without it. */
-#define CP_DRV_OTHERS(X)                  \
-  X(cuCtxGetCurrent, true)                \
-  X(cuCtxGetDevice, true)                 \
-  X(cuCtxPushCurrent_v2, true)            \
-  X(cuCtxPopCurrent_v2, true)             \
-  X(cuDeviceGetCount, false)              \
-  X(cuDevicePrimaryCtxRetain, true)       \
-  X(cuDevicePrimaryCtxGetState, true)     \
-  X(cuEventCreate, true)                  \
-  X(cuEventRecord, true)                  \
-  X(cuEventQuery, true)                   \
-  X(cuEventSynchronize, true)             \
-  X(cuEventDestroy_v2, true)              \
+#define CP_DRV_OTHERS(X)              \
+  X(cuCtxGetCurrent, true)            \
+  X(cuCtxGetDevice, true)             \
+  X(cuCtxPushCurrent_v2, true)        \
+  X(cuCtxPopCurrent_v2, true)         \
+  X(cuDeviceGetCount, false)          \
+  X(cuDevicePrimaryCtxRetain, true)   \
+  X(cuDevicePrimaryCtxGetState, true) \
+  X(cuEventCreate, true)              \
+  X(cuEventRecord, true)              \
+  X(cuEventQuery, true)               \
+  X(cuEventSynchronize, true)         \
+  X(cuEventDestroy_v2, true)          \
   X(cuStreamWaitEvent, true)
 
 typedef struct cp_drv {
@@ -106,10 +106,10 @@ CP_DRV_SERVED(CP_DRV_DECLARE)
 #define CP_DRV_REAL(name) (__atomic_load_n(&cp_drv.name, __ATOMIC_ACQUIRE) ? (void)0 : (void)cp_drv_ready())
 /* First statement of a wrapper: the real function, or the driver's own
  * answer when libcuda lacks it. */
-#define CP_DRV_NEED(name)                                  \
-  do {                                                     \
-    CP_DRV_REAL(name);                                     \
-    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED;   \
+#define CP_DRV_NEED(name)                                \
+  do {                                                   \
+    CP_DRV_REAL(name);                                   \
+    if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
 
 /* Look libcuda up (again, until found). True when every needed function of

@@ -33,9 +33,9 @@ CUresult cp_w_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   cp_device_t *dev = dptr && bytesize ? serving_device() : NULL;
   uintptr_t p;
   switch (cp_serve_alloc(dev, bytesize, &p)) {
-  case CP_SERVED: *dptr = (CUdeviceptr)p; return CUDA_SUCCESS;
-  case CP_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
-  case CP_FORWARD: break;
+    case CP_SERVED: *dptr = (CUdeviceptr)p; return CUDA_SUCCESS;
+    case CP_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+    case CP_FORWARD: break;
   }
   return cp_drv.cuMemAlloc_v2(dptr, bytesize);
 }
@@ -84,12 +84,12 @@ CUresult cp_w_cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Width
   uintptr_t p;
   if (pitch && Height <= SIZE_MAX / pitch) {
     switch (cp_serve_alloc(dev, pitch * Height, &p)) {
-    case CP_SERVED:
-      *dptr = (CUdeviceptr)p;
-      *pPitch = pitch;
-      return CUDA_SUCCESS;
-    case CP_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
-    case CP_FORWARD: break;
+      case CP_SERVED:
+        *dptr = (CUdeviceptr)p;
+        *pPitch = pitch;
+        return CUDA_SUCCESS;
+      case CP_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+      case CP_FORWARD: break;
     }
   }
   return cp_drv.cuMemAllocPitch_v2(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);

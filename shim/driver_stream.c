@@ -103,16 +103,16 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
 /* Begin: the real call under the capture lock; on success the capture is
  * recorded (strict unless relaxed; the legacy v1 calls have no mode and
  * count as strict, the safe side). */
-#define CP_BEGIN(name, per_thread, mode_expr, params, args)                  \
-  CUresult cp_w_##name params {                                              \
-    CP_DRV_NEED(name);                                                     \
-    if (!keeping_books()) return cp_drv.name args;                           \
-    if (per_thread) cp_note_per_thread_stream();                             \
-    cp_capture_begin_lock((uintptr_t)hStream);                               \
-    CUresult rc = cp_drv.name args;                                          \
-    cp_capture_begin_done(rc == CUDA_SUCCESS, (uintptr_t)hStream,            \
-                          (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED);    \
-    return rc;                                                               \
+#define CP_BEGIN(name, per_thread, mode_expr, params, args)               \
+  CUresult cp_w_##name params {                                           \
+    CP_DRV_NEED(name);                                                    \
+    if (!keeping_books()) return cp_drv.name args;                        \
+    if (per_thread) cp_note_per_thread_stream();                          \
+    cp_capture_begin_lock((uintptr_t)hStream);                            \
+    CUresult rc = cp_drv.name args;                                       \
+    cp_capture_begin_done(rc == CUDA_SUCCESS, (uintptr_t)hStream,         \
+                          (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED); \
+    return rc;                                                            \
   }
 
 CP_BEGIN(cuStreamBeginCapture, false, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
@@ -131,15 +131,15 @@ CP_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true, mode,
 #undef CP_BEGIN
 
 /* End: invalidated captures end too; other errors leave it running. */
-#define CP_END(name)                                                         \
-  CUresult cp_w_##name(CUstream hStream, CUgraph *phGraph) {                 \
-    CP_DRV_NEED(name);                                                     \
-    if (!keeping_books()) return cp_drv.name(hStream, phGraph);              \
-    cp_capture_end_lock();                                                   \
-    CUresult rc = cp_drv.name(hStream, phGraph);                             \
+#define CP_END(name)                                                                          \
+  CUresult cp_w_##name(CUstream hStream, CUgraph *phGraph) {                                  \
+    CP_DRV_NEED(name);                                                                        \
+    if (!keeping_books()) return cp_drv.name(hStream, phGraph);                               \
+    cp_capture_end_lock();                                                                    \
+    CUresult rc = cp_drv.name(hStream, phGraph);                                              \
     cp_serve_capture_ended(rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, \
-                           (uintptr_t)hStream);                              \
-    return rc;                                                               \
+                           (uintptr_t)hStream);                                               \
+    return rc;                                                                                \
   }
 
 CP_END(cuStreamEndCapture)
@@ -165,12 +165,12 @@ static bool primary_gone_after_release(CUdevice dev) {
          cp_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
 }
 
-#define CP_CTX_END(name, gone)                                                \
-  CUresult cp_w_##name(CUdevice dev) {                                        \
-    CP_DRV_NEED(name);                                                      \
-    CUresult rc = cp_drv.name(dev);                                           \
-    if (rc == CUDA_SUCCESS && (gone)) context_gone(dev);                      \
-    return rc;                                                                \
+#define CP_CTX_END(name, gone)                           \
+  CUresult cp_w_##name(CUdevice dev) {                   \
+    CP_DRV_NEED(name);                                   \
+    CUresult rc = cp_drv.name(dev);                      \
+    if (rc == CUDA_SUCCESS && (gone)) context_gone(dev); \
+    return rc;                                           \
   }
 
 CP_CTX_END(cuDevicePrimaryCtxReset, true)

@@ -2,8 +2,8 @@
  *
  * Start (constructor, or the first intercepted call if that comes earlier):
  * read the options once, print them with CUDAPOOL_VERBOSE. The trace opens
- * at the first CUDA call (layer.c), which also decides which layer serves. End (destructor): flush the trace and
- * print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
+ * at the first CUDA call (layer.c), which also decides which layer serves.
+ * End (destructor): flush the trace and print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
  * runtime may already be unloading); the pools are left to the process's
  * end, as cudaFree at exit would only slow it down. Which files, and what
  * happens when one cannot be written: outputs.c. */
@@ -50,8 +50,10 @@ void cp_print_report(FILE *out, cp_format_t format) {
     return;
   }
   char header[160], limit[48] = "none";
-  if (cp_opts.limit.percent > 0) snprintf(limit, sizeof limit, "%g%% of device memory", cp_opts.limit.percent);
-  else if (cp_opts.limit.bytes) snprintf(limit, sizeof limit, "%llu bytes", (unsigned long long)cp_opts.limit.bytes);
+  if (cp_opts.limit.percent > 0)
+    snprintf(limit, sizeof limit, "%g%% of device memory", cp_opts.limit.percent);
+  else if (cp_opts.limit.bytes)
+    snprintf(limit, sizeof limit, "%llu bytes", (unsigned long long)cp_opts.limit.bytes);
   snprintf(header, sizeof header, "version %d.%d.%d, mode %s, limit %s", CUDAPOOL_VERSION_MAJOR,
            CUDAPOOL_VERSION_MINOR, CUDAPOOL_VERSION_PATCH, mode_name(cp_opts.mode), limit);
   cp_report_text(out, devs, n, header);

@@ -20,9 +20,9 @@ CP_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size) {
   if (!cp_shim_init() || !devPtr || size == 0) return cp_real.cudaMalloc(devPtr, size);
   uintptr_t p;
   switch (cp_serve_alloc(cp_current_device(), size, &p)) {
-  case CP_SERVED: *devPtr = (void *)p; return cudaSuccess;
-  case CP_FORWARD: return cp_real.cudaMalloc(devPtr, size);
-  case CP_OUT_OF_MEMORY: break;
+    case CP_SERVED: *devPtr = (void *)p; return cudaSuccess;
+    case CP_FORWARD: return cp_real.cudaMalloc(devPtr, size);
+    case CP_OUT_OF_MEMORY: break;
   }
   /* Over the limit: an impossible request makes the runtime itself record
    * cudaErrorMemoryAllocation for cudaGetLastError(), as a native OOM does. */
@@ -164,7 +164,8 @@ static cudaError_t begin_capture(__typeof__(cudaStreamBeginCapture) *real, cudaS
 }
 
 /* Invalidated captures end too; other errors leave the capture running. */
-static cudaError_t end_capture(__typeof__(cudaStreamEndCapture) *real, cudaStream_t stream, cudaGraph_t *graph) {
+static cudaError_t end_capture(__typeof__(cudaStreamEndCapture) *real, cudaStream_t stream,
+                               cudaGraph_t *graph) {
   cp_capture_end_lock();
   cudaError_t rc = real(stream, graph);
   cp_serve_capture_ended(rc == cudaSuccess || rc == cudaErrorStreamCaptureInvalidated, (uintptr_t)stream);

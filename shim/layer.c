@@ -48,9 +48,7 @@ bool cp_shim_init(void) {
   return on;
 }
 
-bool cp_runtime_serving(void) {
-  return atomic_load_explicit(&runtime_state, memory_order_relaxed) == 2;
-}
+bool cp_runtime_serving(void) { return atomic_load_explicit(&runtime_state, memory_order_relaxed) == 2; }
 
 /* Decides the runtime layer too, so that the flavour pick below never
  * sees an undecided runtime. */

@@ -32,7 +32,7 @@ typedef enum cp_opt_kind {
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
-  const char *name;     /* the variable: CUDAPOOL_<NAME> */
+  const char *name; /* the variable: CUDAPOOL_<NAME> */
   cp_opt_kind_t kind;
   size_t offset;        /* of the field in cp_options_t */
   const char *def;      /* the default, in the accepted form */
@@ -73,16 +73,16 @@ static const cp_option_desc_t cp_option_table[] = {
      "1/true/on/yes or 0/false/off/no", "1 = print the options in effect at start"},
     {"CUDAPOOL_TRACE", CP_OPT_TRACE, offsetof(cp_options_t, trace), "0", "off", "0 or off, or " PATH_FORM,
      "write a trace of every allocation and free to this file, %p = pid; 0 = off"},
-    {"CUDAPOOL_LAYER", CP_OPT_LAYER, offsetof(cp_options_t, layer), "both", "both",
-     "runtime, driver or both",
-     "layer that serves allocations: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both; frees and bookkeeping stay at both"},
+    {"CUDAPOOL_LAYER", CP_OPT_LAYER, offsetof(cp_options_t, layer), "both", "both", "runtime, driver or both",
+     "layer that serves allocations: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both; frees "
+     "and bookkeeping stay at both"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
 
 static const char *const kind_what[] = {
-    [CP_OPT_SIZE_PCT] = "a size", [CP_OPT_SIZE] = "a size",     [CP_OPT_MODE] = "a mode",
-    [CP_OPT_FORMAT] = "a format", [CP_OPT_LAYER] = "a layer",   [CP_OPT_BOOL] = "a boolean",
+    [CP_OPT_SIZE_PCT] = "a size",     [CP_OPT_SIZE] = "a size",       [CP_OPT_MODE] = "a mode",
+    [CP_OPT_FORMAT] = "a format",     [CP_OPT_LAYER] = "a layer",     [CP_OPT_BOOL] = "a boolean",
     [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path",
 };
 
@@ -107,8 +107,7 @@ static int parse_path(const char *text, bool is_stats, char *field) {
       return 0;
     }
   }
-  if (cp_expand_pid(text, (long)getpid(), buf, sizeof buf) != 0 || strlen(text) >= sizeof buf)
-    return -1;
+  if (cp_expand_pid(text, (long)getpid(), buf, sizeof buf) != 0 || strlen(text) >= sizeof buf) return -1;
   memcpy(field, text, strlen(text) + 1);
   return 0;
 }
@@ -142,9 +141,12 @@ void cp_put_escaped(FILE *out, const char *v, size_t max) {
   size_t i = 0;
   for (; v[i] != '\0' && i < max; i++) {
     unsigned char c = (unsigned char)v[i];
-    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-    else if (c >= 0x20 && c < 0x7f) fputc(c, out);
-    else fprintf(out, "\\x%02x", c);
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c >= 0x20 && c < 0x7f)
+      fputc(c, out);
+    else
+      fprintf(out, "\\x%02x", c);
   }
   if (v[i] != '\0') fputs("...", out);
 }
@@ -153,8 +155,8 @@ static void warn_bad(FILE *warn, const cp_option_desc_t *d, const char *value) {
   if (warn == NULL) return;
   fprintf(warn, "cudapool: warning: %s=\"", d->name);
   cp_put_escaped(warn, value, 64);
-  fprintf(warn, "\" is not %s (accepted: %s); using the default (%s)\n", kind_what[d->kind],
-          d->accepted, d->def_says);
+  fprintf(warn, "\" is not %s (accepted: %s); using the default (%s)\n", kind_what[d->kind], d->accepted,
+          d->def_says);
   fflush(warn);
 }
 
@@ -166,8 +168,7 @@ void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FI
   cp_options_load_as(out, get, warn, cp_secure_exec());
 }
 
-void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name), FILE *warn,
-                        bool secure) {
+void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name), FILE *warn, bool secure) {
   if (out == NULL) return;
   if (get == NULL) get = cp_options_getenv;
   memset(out, 0, sizeof *out);
@@ -237,8 +238,7 @@ void cp_options_print(const cp_options_t *opts, FILE *out) {
   if (opts == NULL || out == NULL) return;
   for (size_t i = 0; i < NOPTS; i++) {
     if (cp_option_format(opts, i, value, sizeof value) != 0) strcpy(value, "?");
-    fprintf(out, "cudapool: %s=%s (%s)\n", cp_option_table[i].name, value,
-            cp_option_table[i].doc);
+    fprintf(out, "cudapool: %s=%s (%s)\n", cp_option_table[i].name, value, cp_option_table[i].doc);
   }
   fflush(out);
 }

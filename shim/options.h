@@ -43,29 +43,31 @@ typedef struct cp_size_opt {
 #define CP_OPTION_PATH_MAX 4096
 
 typedef struct cp_options {
-  cp_size_opt_t limit;      /* CUDAPOOL_LIMIT: bytes per device or N% of device memory; 0 = no limit */
-  cp_size_opt_t max_cached; /* CUDAPOOL_MAX_CACHED: same form; 0 = no cap */
-  uint64_t max_split;       /* CUDAPOOL_MAX_SPLIT: size; 0 = no limit */
-  cp_mode_t mode;           /* CUDAPOOL_MODE: auto | sync | unsafe-immediate */
-  char stats[CP_OPTION_PATH_MAX];  /* CUDAPOOL_STATS: "" off, "stderr", or a path (%p expanded) */
-  cp_format_t stats_format; /* CUDAPOOL_STATS_FORMAT: text | json */
-  bool disable;             /* CUDAPOOL_DISABLE: pass everything through */
-  bool verbose;             /* CUDAPOOL_VERBOSE: print the effective options at start */
-  char trace[CP_OPTION_PATH_MAX];  /* CUDAPOOL_TRACE: "" off, else a path (%p expanded) */
-  cp_layer_t layer;         /* CUDAPOOL_LAYER: runtime | driver | both */
+  cp_size_opt_t limit;            /* CUDAPOOL_LIMIT: bytes per device or N% of device memory; 0 = no limit */
+  cp_size_opt_t max_cached;       /* CUDAPOOL_MAX_CACHED: same form; 0 = no cap */
+  uint64_t max_split;             /* CUDAPOOL_MAX_SPLIT: size; 0 = no limit */
+  cp_mode_t mode;                 /* CUDAPOOL_MODE: auto | sync | unsafe-immediate */
+  char stats[CP_OPTION_PATH_MAX]; /* CUDAPOOL_STATS: "" off, "stderr", or a path (%p expanded) */
+  cp_format_t stats_format;       /* CUDAPOOL_STATS_FORMAT: text | json */
+  bool disable;                   /* CUDAPOOL_DISABLE: pass everything through */
+  bool verbose;                   /* CUDAPOOL_VERBOSE: print the effective options at start */
+  char trace[CP_OPTION_PATH_MAX]; /* CUDAPOOL_TRACE: "" off, else a path (%p expanded) */
+  cp_layer_t layer;               /* CUDAPOOL_LAYER: runtime | driver | both */
 } cp_options_t;
 
 /* Fill *out from the environment through get (NULL = cp_options_getenv). A
  * bad value prints exactly one line to warn (NULL = print nothing), e.g.
- *   cudapool: warning: CUDAPOOL_LIMIT="12Q" is not a size (accepted: bytes with optional K/M/G/T suffix, or N% of device memory); using the default (no limit)
+ *   cudapool: warning: CUDAPOOL_LIMIT="12Q" is not a size (accepted: bytes
+ *   with optional K/M/G/T suffix, or N% of device memory); using the default
+ *   (no limit)
+ * (one line; wrapped here)
  * and keeps the default. In a secure-execution process (cp_secure_exec())
  * it is cp_options_load_as(..., true). */
 void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FILE *warn);
 /* cp_options_load with the secure-execution decision given: secure = every
  * option keeps its default, only CUDAPOOL_VERBOSE is read, for the one line
  * it prints (see the invariants above). */
-void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name), FILE *warn,
-                        bool secure);
+void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name), FILE *warn, bool secure);
 /* Whether the kernel started this process in secure-execution mode
  * (getauxval(AT_SECURE) != 0). */
 bool cp_secure_exec(void);
@@ -95,7 +97,7 @@ int cp_option_format(const cp_options_t *opts, size_t i, char *buf, size_t cap);
  * ignored; blanks inside it are not accepted. Suffixes are powers of 1024. */
 int cp_parse_size(const char *text, uint64_t *bytes);               /* "512", "64K", "1.5G", "8GiB" */
 int cp_parse_size_or_percent(const char *text, cp_size_opt_t *out); /* also "80%" (0 < p <= 100) */
-int cp_parse_bool(const char *text, bool *out); /* 1/true/on/yes, 0/false/off/no */
+int cp_parse_bool(const char *text, bool *out);                     /* 1/true/on/yes, 0/false/off/no */
 /* Bytes of a size option for a device with total_bytes of memory (percent
  * applied, floor); 0 = unset. */
 uint64_t cp_size_opt_resolve(const cp_size_opt_t *opt, uint64_t total_bytes);

@@ -57,8 +57,7 @@ __attribute__((constructor(101))) static void reg_start(void) { pthread_once(&re
 /* Callers hold the lock. */
 static bool reg_has(const struct stat *st) {
   for (int i = 0; i < MAX_OPEN; i++)
-    if (reg.files[i].fd >= 0 && reg.files[i].dev == st->st_dev && reg.files[i].ino == st->st_ino)
-      return true;
+    if (reg.files[i].fd >= 0 && reg.files[i].dev == st->st_dev && reg.files[i].ino == st->st_ino) return true;
   return false;
 }
 
@@ -169,8 +168,10 @@ int cp_outfile_open(const char *pattern, char *path, size_t cap) {
   if (fd < 0) {
     /* Say why in cudapool's words where the errno alone would mislead. */
     if (err == EEXIST && lstat(name, &st) == 0) {
-      if (S_ISLNK(st.st_mode)) err = ELOOP;
-      else if (S_ISREG(st.st_mode) && reg_has(&st)) err = EBUSY;
+      if (S_ISLNK(st.st_mode))
+        err = ELOOP;
+      else if (S_ISREG(st.st_mode) && reg_has(&st))
+        err = EBUSY;
     }
     if (err == ENXIO && (lstat(name, &st) != 0 || !S_ISFIFO(st.st_mode))) err = ENODEV;
   } else if ((err = check_named(fd, created, &st)) != 0) {

@@ -21,8 +21,8 @@
 #define SHOWN_MAX 256 /* bytes of a value or a path a warning shows */
 
 /* cudapool: warning: NAME="VALUE" (PATH) cannot be written: REASON; AFTER */
-static void warn_file(const char *name, const char *value, const char *path, const char *what,
-                      int err, const char *after) {
+static void warn_file(const char *name, const char *value, const char *path, const char *what, int err,
+                      const char *after) {
   const char *reason = err == EBUSY && strcmp(name, "CUDAPOOL_STATS") == 0
                            ? "it is the file of CUDAPOOL_TRACE, which is kept"
                            : cp_outfile_rule(err);
@@ -48,8 +48,7 @@ void cp_outputs_start(void) {
   if (err == 0) return;
   char path[CP_OPTION_PATH_MAX];
   trace_path(path, sizeof path);
-  warn_file("CUDAPOOL_TRACE", cp_opts.trace, path, "cannot be written", err,
-            "no trace is recorded");
+  warn_file("CUDAPOOL_TRACE", cp_opts.trace, path, "cannot be written", err, "no trace is recorded");
 }
 
 static void close_trace(void) {
@@ -99,9 +98,8 @@ void cp_outputs_end(void) {
     bool opened = fd >= 0;
     int err = opened ? report_to(fd) : -fd;
     if (err == 0) return;
-    warn_file("CUDAPOOL_STATS", cp_opts.stats, path,
-              opened ? "was not written in full" : "cannot be written", err,
-              "the report goes to stderr");
+    warn_file("CUDAPOOL_STATS", cp_opts.stats, path, opened ? "was not written in full" : "cannot be written",
+              err, "the report goes to stderr");
   }
   cp_print_report(stderr, cp_opts.stats_format);
 }

@@ -69,8 +69,7 @@ static uint64_t frac_floor(const unsigned char *digits, int n, unsigned shift) {
  * ".5" and "5." are not numbers. The fraction's first FRAC_DIGITS digits go
  * to frac. Returns the end of the number, or NULL. */
 static const char *scan_number(const char *s, const char *e, uint64_t *ip, bool *overflow,
-                               unsigned char *frac, int *nfrac, bool *point,
-                               bool *frac_nonzero) {
+                               unsigned char *frac, int *nfrac, bool *point, bool *frac_nonzero) {
   int ndig = 0, fdig = 0;
   *ip = 0;
   *overflow = false;
@@ -79,8 +78,10 @@ static const char *scan_number(const char *s, const char *e, uint64_t *ip, bool 
   *frac_nonzero = false;
   for (; s < e && is_digit(*s); s++, ndig++) {
     unsigned d = (unsigned)(*s - '0');
-    if (*ip > (UINT64_MAX - d) / 10u) *overflow = true;
-    else *ip = *ip * 10u + d;
+    if (*ip > (UINT64_MAX - d) / 10u)
+      *overflow = true;
+    else
+      *ip = *ip * 10u + d;
   }
   if (ndig == 0) return NULL;
   if (s < e && *s == '.') {
@@ -255,8 +256,9 @@ size_t cp_format_size_human(uint64_t bytes, char *buf, size_t cap) {
     if (hundredths < 102400 || u == 6) break;
     u++;
   }
-  return put(buf, cap, snprintf(buf, cap, "%" PRIu64 ".%02u %s", hundredths / 100,
-                                (unsigned)(hundredths % 100), units[u]));
+  return put(
+      buf, cap,
+      snprintf(buf, cap, "%" PRIu64 ".%02u %s", hundredths / 100, (unsigned)(hundredths % 100), units[u]));
 }
 
 size_t cp_format_decimal(long double value, int max_dec, int min_dec, char *buf, size_t cap) {

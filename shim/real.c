@@ -19,23 +19,23 @@ __thread __attribute__((tls_model("initial-exec"))) unsigned cp_inside;
 
 static cp_real_t raw;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_bool final;           /* cudaMalloc found: nothing changes any more */
+static atomic_bool final; /* cudaMalloc found: nothing changes any more */
 static atomic_bool all_needed_found;
 
 /* A name not found (yet) is looked for again: the runtime may be loaded
  * after the shim first looked (a Python process importing a framework). */
-#define CP_REAL_THUNK(name, needed, params, args)                        \
-  static cudaError_t thunk_##name params {                               \
-    __typeof__(name) *fn = __atomic_load_n(&raw.name, __ATOMIC_ACQUIRE); \
-    if (!fn) {                                                           \
-      cp_real_init();                                                    \
+#define CP_REAL_THUNK(name, needed, params, args)                                             \
+  static cudaError_t thunk_##name params {                                                    \
+    __typeof__(name) *fn = __atomic_load_n(&raw.name, __ATOMIC_ACQUIRE);                      \
+    if (!fn) {                                                                                \
+      cp_real_init();                                                                         \
       if (!(fn = __atomic_load_n(&raw.name, __ATOMIC_ACQUIRE))) return cudaErrorNotSupported; \
-    }                                                                    \
-    bool count = cp_runtime_serving();                                   \
-    if (count) cp_inside++;                                              \
-    cudaError_t rc = fn args;                                            \
-    if (count) cp_inside--;                                              \
-    return rc;                                                           \
+    }                                                                                         \
+    bool count = cp_runtime_serving();                                                        \
+    if (count) cp_inside++;                                                                   \
+    cudaError_t rc = fn args;                                                                 \
+    if (count) cp_inside--;                                                                   \
+    return rc;                                                                                \
   }
 CP_REAL_FUNCS(CP_REAL_THUNK)
 #undef CP_REAL_THUNK
@@ -76,11 +76,11 @@ static void *lookup(const char *name) {
 static void resolve(void) {
   bool ok = true;
   const char *missing = NULL;
-#define CP_REAL_RESOLVE(name, needed, params, args)                                     \
+#define CP_REAL_RESOLVE(name, needed, params, args)                                                \
   if (!raw.name) __atomic_store_n(&raw.name, (__typeof__(name) *)lookup(#name), __ATOMIC_RELEASE); \
-  if (!raw.name && (needed)) {                                                          \
-    ok = false;                                                                         \
-    if (!missing) missing = #name;                                                      \
+  if (!raw.name && (needed)) {                                                                     \
+    ok = false;                                                                                    \
+    if (!missing) missing = #name;                                                                 \
   }
   CP_REAL_FUNCS(CP_REAL_RESOLVE)
 #undef CP_REAL_RESOLVE

@@ -33,35 +33,35 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
 
 /* X(name, needed, (parameters), (arguments)): needed = the pool cannot work
  * without it. Every one returns cudaError_t. */
-#define CP_REAL_FUNCS(X)                                                                          \
-  X(cudaMalloc, true, (void **p, size_t n), (p, n))                                               \
-  X(cudaFree, true, (void *p), (p))                                                               \
-  X(cudaGetDevice, true, (int *d), (d))                                                           \
-  X(cudaSetDevice, true, (int d), (d))                                                            \
-  X(cudaGetDeviceCount, false, (int *n), (n))                                                     \
-  X(cudaGetLastError, true, (void), ())                                                           \
-  X(cudaEventCreateWithFlags, true, (cudaEvent_t * e, unsigned int f), (e, f))                    \
-  X(cudaEventRecord, true, (cudaEvent_t e, cudaStream_t s), (e, s))                               \
-  X(cudaEventQuery, true, (cudaEvent_t e), (e))                                                   \
-  X(cudaEventSynchronize, true, (cudaEvent_t e), (e))                                             \
-  X(cudaEventDestroy, true, (cudaEvent_t e), (e))                                                 \
-  X(cudaStreamWaitEvent, true, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))        \
-  X(cudaStreamSynchronize, false, (cudaStream_t s), (s))                                          \
-  X(cudaStreamSynchronize_ptsz, false, (cudaStream_t s), (s))                                     \
-  X(cudaDeviceSynchronize, false, (void), ())                                                     \
-  X(cudaStreamCreate, false, (cudaStream_t * s), (s))                                             \
-  X(cudaStreamCreateWithFlags, false, (cudaStream_t * s, unsigned int f), (s, f))                 \
-  X(cudaStreamCreateWithPriority, false, (cudaStream_t * s, unsigned int f, int p), (s, f, p))    \
-  X(cudaStreamDestroy, false, (cudaStream_t s), (s))                                              \
-  X(cudaStreamGetFlags, false, (cudaStream_t s, unsigned int *f), (s, f))                         \
-  X(cudaMemGetInfo, false, (size_t * f, size_t *t), (f, t))                                       \
-  X(cudaDeviceReset, false, (void), ())                                                           \
-  X(cudaStreamBeginCapture, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))        \
-  X(cudaStreamBeginCapture_ptsz, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))   \
-  X(cudaStreamEndCapture, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                       \
-  X(cudaStreamEndCapture_ptsz, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                 \
-  X(cudaFreeAsync, false, (void *p, cudaStream_t s), (p, s))                                      \
-  X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                                 \
+#define CP_REAL_FUNCS(X)                                                                        \
+  X(cudaMalloc, true, (void **p, size_t n), (p, n))                                             \
+  X(cudaFree, true, (void *p), (p))                                                             \
+  X(cudaGetDevice, true, (int *d), (d))                                                         \
+  X(cudaSetDevice, true, (int d), (d))                                                          \
+  X(cudaGetDeviceCount, false, (int *n), (n))                                                   \
+  X(cudaGetLastError, true, (void), ())                                                         \
+  X(cudaEventCreateWithFlags, true, (cudaEvent_t * e, unsigned int f), (e, f))                  \
+  X(cudaEventRecord, true, (cudaEvent_t e, cudaStream_t s), (e, s))                             \
+  X(cudaEventQuery, true, (cudaEvent_t e), (e))                                                 \
+  X(cudaEventSynchronize, true, (cudaEvent_t e), (e))                                           \
+  X(cudaEventDestroy, true, (cudaEvent_t e), (e))                                               \
+  X(cudaStreamWaitEvent, true, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))      \
+  X(cudaStreamSynchronize, false, (cudaStream_t s), (s))                                        \
+  X(cudaStreamSynchronize_ptsz, false, (cudaStream_t s), (s))                                   \
+  X(cudaDeviceSynchronize, false, (void), ())                                                   \
+  X(cudaStreamCreate, false, (cudaStream_t * s), (s))                                           \
+  X(cudaStreamCreateWithFlags, false, (cudaStream_t * s, unsigned int f), (s, f))               \
+  X(cudaStreamCreateWithPriority, false, (cudaStream_t * s, unsigned int f, int p), (s, f, p))  \
+  X(cudaStreamDestroy, false, (cudaStream_t s), (s))                                            \
+  X(cudaStreamGetFlags, false, (cudaStream_t s, unsigned int *f), (s, f))                       \
+  X(cudaMemGetInfo, false, (size_t * f, size_t * t), (f, t))                                    \
+  X(cudaDeviceReset, false, (void), ())                                                         \
+  X(cudaStreamBeginCapture, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))      \
+  X(cudaStreamBeginCapture_ptsz, false, (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m)) \
+  X(cudaStreamEndCapture, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                     \
+  X(cudaStreamEndCapture_ptsz, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                \
+  X(cudaFreeAsync, false, (void *p, cudaStream_t s), (p, s))                                    \
+  X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                               \
   X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))
 
 typedef struct cp_real {

@@ -13,7 +13,7 @@
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
-#define VERSION_TEXT                                                                \
+#define VERSION_TEXT \
   STR(CUDAPOOL_VERSION_MAJOR) "." STR(CUDAPOOL_VERSION_MINOR) "." STR(CUDAPOOL_VERSION_PATCH)
 
 static uint64_t nonneg(int64_t v) { return v > 0 ? (uint64_t)v : 0; }
@@ -27,8 +27,9 @@ static void human(uint64_t bytes, char *buf, size_t cap) {
 /* num / den as a percentage with one decimal, "-" when den is 0. */
 static void percent(uint64_t num, uint64_t den, char *buf, size_t cap) {
   size_t n;
-  if (den == 0 || (n = cp_format_decimal((long double)num * 100.0L / (long double)den, 1, 1,
-                                         buf, cap)) == 0 || n + 1 >= cap) {
+  if (den == 0 ||
+      (n = cp_format_decimal((long double)num * 100.0L / (long double)den, 1, 1, buf, cap)) == 0 ||
+      n + 1 >= cap) {
     snprintf(buf, cap, "-");
     return;
   }
@@ -41,8 +42,10 @@ static void percent(uint64_t num, uint64_t den, char *buf, size_t cap) {
 static void calls_saved(const cudapool_stats_t *s, char *buf, size_t cap) {
   uint64_t asked = sat_add(s->num_alloc, s->num_free);
   uint64_t made = sat_add(s->num_device_alloc, s->num_device_free);
-  if (asked >= made) snprintf(buf, cap, "%" PRIu64, asked - made);
-  else snprintf(buf, cap, "-%" PRIu64, made - asked);
+  if (asked >= made)
+    snprintf(buf, cap, "%" PRIu64, asked - made);
+  else
+    snprintf(buf, cap, "-%" PRIu64, made - asked);
 }
 
 #define ROW_FMT "cudapool: %3s  %11s  %13s  %6s  %10s  %10s  %8s  %11s  %7s  %5s  %12s\n"
@@ -56,12 +59,12 @@ void cp_report_text(FILE *out, const cudapool_stats_t *devs, int ndevs, const ch
     fflush(out);
     return;
   }
-  fprintf(out, ROW_FMT, "dev", "peak alloc", "peak reserved", "util", "hits", "misses",
-          "hit rate", "calls saved", "retries", "OOMs", "largest free");
+  fprintf(out, ROW_FMT, "dev", "peak alloc", "peak reserved", "util", "hits", "misses", "hit rate",
+          "calls saved", "retries", "OOMs", "largest free");
   for (int i = 0; i < ndevs; i++) {
     const cudapool_stats_t *s = &devs[i];
-    char dev[16], alloc[32], reserved[32], util[32], hits[24], misses[24], rate[32],
-        saved[32], retries[24], ooms[24], largest[32];
+    char dev[16], alloc[32], reserved[32], util[32], hits[24], misses[24], rate[32], saved[32], retries[24],
+        ooms[24], largest[32];
     snprintf(dev, sizeof dev, "%d", (int)s->device);
     human(nonneg(s->allocated_bytes.peak), alloc, sizeof alloc);
     human(nonneg(s->reserved_bytes.peak), reserved, sizeof reserved);
@@ -73,8 +76,7 @@ void cp_report_text(FILE *out, const cudapool_stats_t *devs, int ndevs, const ch
     snprintf(retries, sizeof retries, "%" PRIu64, s->num_alloc_retries);
     snprintf(ooms, sizeof ooms, "%" PRIu64, s->num_ooms);
     human(s->largest_free_block, largest, sizeof largest);
-    fprintf(out, ROW_FMT, dev, alloc, reserved, util, hits, misses, rate, saved, retries, ooms,
-            largest);
+    fprintf(out, ROW_FMT, dev, alloc, reserved, util, hits, misses, rate, saved, retries, ooms, largest);
   }
   fflush(out);
 }
@@ -82,14 +84,13 @@ void cp_report_text(FILE *out, const cudapool_stats_t *devs, int ndevs, const ch
 static void json_device(FILE *out, const cudapool_stats_t *s) {
   char util[32];
   uint64_t peak_reserved = nonneg(s->reserved_bytes.peak);
-  long double u = peak_reserved == 0 ? 0.0L
-                                     : (long double)nonneg(s->allocated_bytes.peak) /
-                                           (long double)peak_reserved;
+  long double u =
+      peak_reserved == 0 ? 0.0L : (long double)nonneg(s->allocated_bytes.peak) / (long double)peak_reserved;
   if (cp_format_decimal(u, 4, 1, util, sizeof util) == 0) snprintf(util, sizeof util, "0.0");
   fprintf(out, "{\"device\":%d", (int)s->device);
-#define CP_JSON_GAUGE(name, desc)                                                     \
-  fprintf(out, ",\"" #name "\":{\"current\":%" PRId64 ",\"peak\":%" PRId64 "}",       \
-          s->name.current, s->name.peak);
+#define CP_JSON_GAUGE(name, desc)                                                                \
+  fprintf(out, ",\"" #name "\":{\"current\":%" PRId64 ",\"peak\":%" PRId64 "}", s->name.current, \
+          s->name.peak);
 #define CP_JSON_VALUE(name, desc) fprintf(out, ",\"" #name "\":%" PRIu64, s->name);
   CUDAPOOL_GAUGES(CP_JSON_GAUGE)
   CUDAPOOL_COUNTERS(CP_JSON_VALUE)

@@ -14,8 +14,10 @@
 static void warn_percent_once(const char *what) {
   static atomic_bool said;
   if (!atomic_exchange(&said, true))
-    fprintf(stderr, "cudapool: warning: cannot read the device's memory size, so %s given as a "
-                    "percentage is ignored\n", what);
+    fprintf(stderr,
+            "cudapool: warning: cannot read the device's memory size, so %s given as a "
+            "percentage is ignored\n",
+            what);
 }
 
 static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *what) {
@@ -32,9 +34,9 @@ static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t
   (void)ctx;
   if (!cp_trace_enabled()) return;
   switch (what) {
-  case CP_OBSERVED_ALLOC: cp_trace_alloc(addr, size, stream); break;
-  case CP_OBSERVED_FREE: cp_trace_free(addr, size, stream); break;
-  case CP_OBSERVED_ALLOC_FAILED: cp_trace_alloc_failure(size, stream); break;
+    case CP_OBSERVED_ALLOC: cp_trace_alloc(addr, size, stream); break;
+    case CP_OBSERVED_FREE: cp_trace_free(addr, size, stream); break;
+    case CP_OBSERVED_ALLOC_FAILED: cp_trace_alloc_failure(size, stream); break;
   }
 }
 
@@ -110,7 +112,8 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
   return layer->real_free(p);
 }
 
-int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p, uintptr_t stream) {
+int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p,
+                        uintptr_t stream) {
   if (cp_capture_stream_capturing(stream) && cp_serve_owned(p)) return 0;
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
@@ -136,9 +139,11 @@ bool cp_serve_ipc_exportable(uintptr_t p) {
   if (!cp_serve_block_of(p, &b) || b.segment_start) return true;
   static atomic_bool said;
   if (!atomic_exchange(&said, true))
-    fprintf(stderr, "cudapool: warning: cannot export %#lx through CUDA IPC: it is part of a pooled "
-                    "segment, so the peer would see other memory; the call fails (run this program "
-                    "with CUDAPOOL_DISABLE=1 to use IPC)\n", (unsigned long)p);
+    fprintf(stderr,
+            "cudapool: warning: cannot export %#lx through CUDA IPC: it is part of a pooled "
+            "segment, so the peer would see other memory; the call fails (run this program "
+            "with CUDAPOOL_DISABLE=1 to use IPC)\n",
+            (unsigned long)p);
   return false;
 }
 

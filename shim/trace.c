@@ -312,8 +312,7 @@ static void thread_exit(void *v) {
   pthread_mutex_lock(&g.lock);
   if (b->attached) unlink_thread(b);
   uint64_t gen = atomic_load_explicit(&g.gen, memory_order_relaxed);
-  if (gen != 0 && b->gen == gen &&
-      atomic_load_explicit(&b->count, memory_order_relaxed) > b->flushed) {
+  if (gen != 0 && b->gen == gen && atomic_load_explicit(&b->count, memory_order_relaxed) > b->flushed) {
     push_queue(b);
     if (!g.writer_running) drain_queue(gen);
   } else {
@@ -360,8 +359,7 @@ static void init_once(void) {
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
   pthread_cond_init(&g.wake, &attr);
   pthread_condattr_destroy(&attr);
-  if (pthread_key_create(&exit_key, thread_exit) == 0)
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  if (pthread_key_create(&exit_key, thread_exit) == 0) pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 static tbuf_t *new_buf(void) {
@@ -443,9 +441,7 @@ static inline void put(const char *action, uint64_t ptr, uint64_t size, uint64_t
 
 /* ---- the API ---------------------------------------------------------- */
 
-void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream) {
-  put(A_ALLOC, ptr, size, stream);
-}
+void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream) { put(A_ALLOC, ptr, size, stream); }
 void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream) { put(A_FREE, ptr, size, stream); }
 void cp_trace_alloc_failure(size_t size, uint64_t stream) { put(A_FAIL, 0, size, stream); }
 void cp_trace_sync_stream(uint64_t stream) { put(A_SYNC_STREAM, 0, 0, stream); }

@@ -94,16 +94,14 @@ static void print_messages(loader_t *L) {
   const char *name = L->o->name ? L->o->name : "trace";
   size_t show = L->nmsg;
   if (L->keep != 0 && show > L->keep) show = L->keep;
-  for (size_t i = 0; i < show; i++)
-    fprintf(L->o->err, "%s:%zu: %s\n", name, L->msg[i].line, L->msg[i].text);
+  for (size_t i = 0; i < show; i++) fprintf(L->o->err, "%s:%zu: %s\n", name, L->msg[i].line, L->msg[i].text);
   if (!L->o->stop_on_error && L->t->errors > show)
     fprintf(L->o->err, "%s: %zu more bad lines not shown\n", name, L->t->errors - show);
 }
 
 static void fail(loader_t *L, int rc, const char *what) {
   if (L->rc == 0) L->rc = rc;
-  if (L->o->err)
-    fprintf(L->o->err, "%s: %s: %s\n", L->o->name ? L->o->name : "trace", what, strerror(rc));
+  if (L->o->err) fprintf(L->o->err, "%s: %s: %s\n", L->o->name ? L->o->name : "trace", what, strerror(rc));
 }
 
 /* complete: the line ended with a newline (false only for the last line). */
@@ -121,19 +119,11 @@ static void feed_line(loader_t *L, const char *s, size_t len, bool complete) {
   }
   switch (l.kind) {
     case RP_LINE_BLANK:
-    case RP_LINE_HEADER:
-      return;
-    case RP_LINE_EXTRA:
-      L->t->skipped++;
-      return;
-    case RP_LINE_ALLOC_FAIL:
-      L->t->alloc_failures++;
-      return;
-    case RP_LINE_ZERO_ALLOC:
-      L->t->zero_allocs++;
-      return;
-    default:
-      break;
+    case RP_LINE_HEADER: return;
+    case RP_LINE_EXTRA: L->t->skipped++; return;
+    case RP_LINE_ALLOC_FAIL: L->t->alloc_failures++; return;
+    case RP_LINE_ZERO_ALLOC: L->t->zero_allocs++; return;
+    default: break;
   }
   if (L->nraw == L->capraw) {
     size_t cap = L->capraw ? L->capraw * 2 : 4096;
@@ -190,8 +180,7 @@ static void resolve(loader_t *L) {
       case RP_LINE_ALLOC:
         HASH_FIND(hh, map, &l->ptr, sizeof l->ptr, found);
         if (found) {
-          bad_line(L, line, "allocate of 0x%" PRIx64 ", still live since line %" PRIu32, l->ptr,
-                   found->line);
+          bad_line(L, line, "allocate of 0x%" PRIx64 ", still live since line %" PRIu32, l->ptr, found->line);
           continue;
         }
         e.op = RP_OP_ALLOC;
@@ -236,9 +225,7 @@ static void resolve(loader_t *L) {
         e.size = l->size;
         t->decisions++;
         break;
-      default: /* RP_LINE_EMPTY_CACHE: feed_line keeps nothing else */
-        e.op = RP_OP_EMPTY_CACHE;
-        break;
+      default: /* RP_LINE_EMPTY_CACHE: feed_line keeps nothing else */ e.op = RP_OP_EMPTY_CACHE; break;
     }
     t->ev[t->n] = e;
     t->line[t->n] = line;

@@ -21,8 +21,7 @@
 #define MAX_COMPARE 16
 
 static const char usage[] =
-    "usage: " PROG
-    " TRACE [options]\n"
+    "usage: " PROG " TRACE [options]\n"
     "Replays an allocation trace (cudapool, RMM CSV or the shared PyTorch traces, plain or .gz)\n"
     "through cudapool's pool on a simulated device and reports what it reserved.\n"
     "\n"
@@ -111,8 +110,7 @@ static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
         return bad(p->name, v, "barrier, sync or immediate");
       return 0;
     case KEY:
-      if (strcmp(v, "none") != 0 && strcmp(v, "thread") != 0)
-        return bad(p->name, v, "none or thread");
+      if (strcmp(v, "none") != 0 && strcmp(v, "thread") != 0) return bad(p->name, v, "none or thread");
       o->thread_key = strcmp(v, "thread") == 0;
       return 0;
     case DEVICE:
@@ -124,8 +122,7 @@ static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
       char *end;
       errno = 0;
       unsigned long n = strtoul(v, &end, 10);
-      if (errno || *end || end == v || n == 0 || n > 1000)
-        return bad(p->name, v, "a count from 1 to 1000");
+      if (errno || *end || end == v || n == 0 || n > 1000) return bad(p->name, v, "a count from 1 to 1000");
       o->repeat = (unsigned)n;
       return 0;
     }

@@ -122,17 +122,14 @@ static bool parse_ptr(field_t f, uint64_t *out) {
   return parse_hex(f, out);
 }
 
-static bool parse_number(field_t f, uint64_t *out) {
-  return parse_hex(f, out) || parse_dec(f, out);
-}
+static bool parse_number(field_t f, uint64_t *out) { return parse_hex(f, out) || parse_dec(f, out); }
 
 /* digits[.digits]: seconds. Integer part and fraction are read as integers
  * and divided once, so "4.583414" is the double nearest to it. */
 static bool parse_seconds(field_t f, double *out) {
   size_t i = 0;
   uint64_t ip = 0, frac = 0, scale = 1;
-  while (i < f.n && f.s[i] >= '0' && f.s[i] <= '9' && i < 18)
-    ip = ip * 10 + (uint64_t)(f.s[i++] - '0');
+  while (i < f.n && f.s[i] >= '0' && f.s[i] <= '9' && i < 18) ip = ip * 10 + (uint64_t)(f.s[i++] - '0');
   if (i == 0) return false;
   if (i < f.n && f.s[i] == '.') {
     size_t start = ++i;
@@ -190,8 +187,8 @@ static bool is_extra_action(field_t f) {
   if (f.n == 0 || f.n > 64) return false;
   for (size_t i = 0; i < f.n; i++) {
     char c = f.s[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == ' ';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-' || c == ' ';
     if (!ok) return false;
   }
   return true;
@@ -233,8 +230,7 @@ int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t e
     p = comma + 1;
   }
   if (ncol != NCOLS) {
-    set_err(err, errlen, "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found %d",
-            ncol);
+    set_err(err, errlen, "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found %d", ncol);
     return -1;
   }
   if (header_match(col)) {
@@ -274,10 +270,8 @@ int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t e
   }
   if (!parse_dec(col[4], &l.size)) {
     bool digits = col[4].n > 0;
-    for (size_t i = 0; i < col[4].n; i++)
-      digits = digits && col[4].s[i] >= '0' && col[4].s[i] <= '9';
-    set_err(err, errlen, digits ? "Size '%s' out of range" : "bad Size '%s'",
-            quote(col[4], q, sizeof q));
+    for (size_t i = 0; i < col[4].n; i++) digits = digits && col[4].s[i] >= '0' && col[4].s[i] <= '9';
+    set_err(err, errlen, digits ? "Size '%s' out of range" : "bad Size '%s'", quote(col[4], q, sizeof q));
     return -1;
   }
   if (l.size > SIZE_MAX) {

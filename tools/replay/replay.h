@@ -40,9 +40,9 @@ enum rp_kind {
   RP_LINE_EMPTY_CACHE,
   RP_LINE_ZERO_ALLOC, /* allocate of 0 bytes returning NULL: cudaMalloc(&p, 0) */
   /* cudapool's decision events (shim/trace.h) */
-  RP_LINE_STREAM_CREATE,  /* Size 1: non-blocking */
+  RP_LINE_STREAM_CREATE, /* Size 1: non-blocking */
   RP_LINE_STREAM_DESTROY,
-  RP_LINE_CAPTURE_BEGIN,  /* Size 1: relaxed */
+  RP_LINE_CAPTURE_BEGIN, /* Size 1: relaxed */
   RP_LINE_CAPTURE_END,
   RP_LINE_PER_THREAD_STREAM,
 };
@@ -70,9 +70,9 @@ enum rp_op {
   RP_OP_SYNC_STREAM,
   RP_OP_SYNC_DEVICE,
   RP_OP_EMPTY_CACHE,
-  RP_OP_STREAM_CREATE,  /* size: 1 non-blocking */
+  RP_OP_STREAM_CREATE, /* size: 1 non-blocking */
   RP_OP_STREAM_DESTROY,
-  RP_OP_CAPTURE_BEGIN,  /* size: 1 relaxed */
+  RP_OP_CAPTURE_BEGIN, /* size: 1 relaxed */
   RP_OP_CAPTURE_END,
   RP_OP_PER_THREAD_STREAM,
 };
@@ -93,7 +93,7 @@ typedef struct rp_trace {
   uint32_t nslots;
   /* what the input held */
   size_t lines, allocs, frees, syncs, alloc_failures, skipped, zero_allocs, errors;
-  size_t decisions; /* stream, capture and per-thread-stream events */
+  size_t decisions;   /* stream, capture and per-thread-stream events */
   uint64_t peak_live; /* most bytes live at once, exact request sizes */
   bool reordered;     /* lines were not in time order and were sorted */
 } rp_trace_t;

@@ -14,12 +14,9 @@
 
 const char *rp_reuse_name(enum rp_reuse r) {
   switch (r) {
-    case RP_REUSE_SYNC:
-      return "sync";
-    case RP_REUSE_IMMEDIATE:
-      return "immediate";
-    default:
-      return "barrier";
+    case RP_REUSE_SYNC: return "sync";
+    case RP_REUSE_IMMEDIATE: return "immediate";
+    default: return "barrier";
   }
 }
 
@@ -39,8 +36,7 @@ static void print_ooms(FILE *f, const rp_result_t *r) {
   for (uint64_t i = 0; i < shown && r->ooms; i++) {
     const rp_oom_t *m = &r->ooms[i];
     fprintf(f,
-            "  OOM at line %" PRIu32
-            " (t=%.3f s): %.1f MiB requested; reserved %.1f, allocated "
+            "  OOM at line %" PRIu32 " (t=%.3f s): %.1f MiB requested; reserved %.1f, allocated "
             "%.1f, cached %.1f, largest free block %.1f MiB; fragmentation %.3f\n",
             m->line, m->time, mib(m->size), mib(m->reserved), mib(m->allocated), mib(m->cached),
             mib(m->largest_free), m->fragmentation);
@@ -49,8 +45,7 @@ static void print_ooms(FILE *f, const rp_result_t *r) {
     fprintf(f, "  ... and %" PRIu64 " more OOMs (--json lists all)\n", r->num_ooms - shown);
 }
 
-void rp_print_text(FILE *f, const char *name, const rp_trace_t *t, const rp_opts_t *o,
-                   const rp_result_t *r) {
+void rp_print_text(FILE *f, const char *name, const rp_trace_t *t, const rp_opts_t *o, const rp_result_t *r) {
   char a[32], b[32], c[32];
   fprintf(f,
           "trace            %s: %zu events (%zu allocations, %zu frees, %zu syncs), peak live %.1f "
@@ -104,32 +99,30 @@ static void json_limit(FILE *f, const char *key, uint64_t v) {
     fprintf(f, ",\"%s\":%" PRIu64, key, v);
 }
 
-void rp_print_json(FILE *f, const char *name, const rp_trace_t *t, const rp_opts_t *o,
-                   const rp_result_t *r, uint64_t find_limit) {
+void rp_print_json(FILE *f, const char *name, const rp_trace_t *t, const rp_opts_t *o, const rp_result_t *r,
+                   uint64_t find_limit) {
   fprintf(f,
           "{\"peak_allocated\":%" PRIu64 ",\"peak_reserved\":%" PRIu64
           ",\"utilization\":%.6f,\"hit_rate\":%.6f,\"ns_per_op\":%.2f,\"num_ooms\":%" PRIu64,
-          r->peak_allocated, r->peak_reserved, r->utilization, r->hit_rate, r->ns_per_op,
-          r->num_ooms);
+          r->peak_allocated, r->peak_reserved, r->utilization, r->hit_rate, r->ns_per_op, r->num_ooms);
   fputs(",\"trace\":", f);
   json_string(f, name);
   fprintf(f, ",\"reuse\":\"%s\"", rp_reuse_name(o->reuse));
   json_limit(f, "limit", o->cfg.limit);
   json_limit(f, "max_split", o->cfg.max_split);
   json_limit(f, "max_cached", o->cfg.max_cached);
-  fprintf(
-      f,
-      ",\"device_memory\":%" PRIu64 ",\"peak_requested\":%" PRIu64 ",\"trace_peak_live\":%" PRIu64
-      ",\"events\":%zu,\"allocations\":%zu,\"frees\":%zu,\"syncs\":%zu,\"skipped_actions\":%zu"
-      ",\"trace_alloc_failures\":%zu,\"zero_allocs\":%zu,\"bad_lines\":%zu,\"ops\":%" PRIu64
-      ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"immediate_reuse\":%" PRIu64
-      ",\"alloc_retries\":%" PRIu64 ",\"skipped_frees\":%" PRIu64 ",\"backend_calls\":%" PRIu64
-      ",\"device_allocs\":%" PRIu64 ",\"device_frees\":%" PRIu64 ",\"barriers\":%" PRIu64
-      ",\"fences\":%" PRIu64 ",\"sync_points\":%" PRIu64 ",\"pool_check_ok\":%s",
-      o->device_memory, r->peak_requested, t->peak_live, t->n, t->allocs, t->frees, t->syncs,
-      t->skipped, t->alloc_failures, t->zero_allocs, t->errors, r->ops, r->hits, r->misses,
-      r->immediate_reuse, r->alloc_retries, r->skipped_frees, r->backend_calls, r->device_allocs,
-      r->device_frees, r->barriers, r->fences, r->sync_points, r->check_rc == 0 ? "true" : "false");
+  fprintf(f,
+          ",\"device_memory\":%" PRIu64 ",\"peak_requested\":%" PRIu64 ",\"trace_peak_live\":%" PRIu64
+          ",\"events\":%zu,\"allocations\":%zu,\"frees\":%zu,\"syncs\":%zu,\"skipped_actions\":%zu"
+          ",\"trace_alloc_failures\":%zu,\"zero_allocs\":%zu,\"bad_lines\":%zu,\"ops\":%" PRIu64
+          ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"immediate_reuse\":%" PRIu64
+          ",\"alloc_retries\":%" PRIu64 ",\"skipped_frees\":%" PRIu64 ",\"backend_calls\":%" PRIu64
+          ",\"device_allocs\":%" PRIu64 ",\"device_frees\":%" PRIu64 ",\"barriers\":%" PRIu64
+          ",\"fences\":%" PRIu64 ",\"sync_points\":%" PRIu64 ",\"pool_check_ok\":%s",
+          o->device_memory, r->peak_requested, t->peak_live, t->n, t->allocs, t->frees, t->syncs, t->skipped,
+          t->alloc_failures, t->zero_allocs, t->errors, r->ops, r->hits, r->misses, r->immediate_reuse,
+          r->alloc_retries, r->skipped_frees, r->backend_calls, r->device_allocs, r->device_frees,
+          r->barriers, r->fences, r->sync_points, r->check_rc == 0 ? "true" : "false");
   if (find_limit != UINT64_MAX) fprintf(f, ",\"find_limit\":%" PRIu64, find_limit);
   fputs(",\"ooms\":[", f);
   for (uint64_t i = 0; i < r->num_ooms && r->ooms; i++) {
@@ -138,22 +131,22 @@ void rp_print_json(FILE *f, const char *name, const rp_trace_t *t, const rp_opts
             "%s{\"line\":%" PRIu32 ",\"time\":%.6f,\"size\":%" PRIu64 ",\"reserved\":%" PRIu64
             ",\"allocated\":%" PRIu64 ",\"cached\":%" PRIu64 ",\"largest_free\":%" PRIu64
             ",\"fragmentation\":%.6f}",
-            i ? "," : "", m->line, m->time, m->size, m->reserved, m->allocated, m->cached,
-            m->largest_free, m->fragmentation);
+            i ? "," : "", m->line, m->time, m->size, m->reserved, m->allocated, m->cached, m->largest_free,
+            m->fragmentation);
   }
   fputs("]}", f);
 }
 
-void rp_print_compare(FILE *f, const char *name, const rp_trace_t *t, size_t n,
-                      const char *const *labels, const rp_result_t *r) {
+void rp_print_compare(FILE *f, const char *name, const rp_trace_t *t, size_t n, const char *const *labels,
+                      const rp_result_t *r) {
   int w = 7;
   for (size_t i = 0; i < n; i++)
     if ((int)strlen(labels[i]) > w) w = (int)strlen(labels[i]);
   fprintf(f, "trace %s: %zu events, peak live %.1f MiB\n", name, t->n, mib(t->peak_live));
-  fprintf(f, "%-*s  %14s  %14s  %6s  %8s  %5s  %8s  %6s\n", w, "options", "peak alloc MiB",
-          "peak resv MiB", "util", "hit rate", "OOMs", "backend", "ns/op");
+  fprintf(f, "%-*s  %14s  %14s  %6s  %8s  %5s  %8s  %6s\n", w, "options", "peak alloc MiB", "peak resv MiB",
+          "util", "hit rate", "OOMs", "backend", "ns/op");
   for (size_t i = 0; i < n; i++)
-    fprintf(f, "%-*s  %14.1f  %14.1f  %6.3f  %8.4f  %5" PRIu64 "  %8" PRIu64 "  %6.1f\n", w,
-            labels[i], mib(r[i].peak_allocated), mib(r[i].peak_reserved), r[i].utilization,
-            r[i].hit_rate, r[i].num_ooms, r[i].backend_calls, r[i].ns_per_op);
+    fprintf(f, "%-*s  %14.1f  %14.1f  %6.3f  %8.4f  %5" PRIu64 "  %8" PRIu64 "  %6.1f\n", w, labels[i],
+            mib(r[i].peak_allocated), mib(r[i].peak_reserved), r[i].utilization, r[i].hit_rate, r[i].num_ooms,
+            r[i].backend_calls, r[i].ns_per_op);
 }

@@ -34,7 +34,7 @@ void rp_opts_default(rp_opts_t *o) {
   cp_config_default(&o->cfg);
   o->reuse = RP_REUSE_BARRIER;
   o->device_memory = 141ull << 30; /* the H200's capacity */
-  o->thread_key = true; /* the shim passes the thread when only ordered streams are live */
+  o->thread_key = true;            /* the shim passes the thread when only ordered streams are live */
   o->repeat = 5;
 }
 
@@ -160,16 +160,12 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
         /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
         cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, model.nonblocking != 0);
         break;
-      case RP_OP_SYNC_DEVICE:
-        cp_sync_device(pool, cp_sync_mark(pool));
-        break;
+      case RP_OP_SYNC_DEVICE: cp_sync_device(pool, cp_sync_mark(pool)); break;
       case RP_OP_EMPTY_CACHE:
         cp_empty_cache(pool);
         marker = "empty_cache";
         break;
-      default:
-        decide(R, &model, e, o, &keymask);
-        break;
+      default: decide(R, &model, e, o, &keymask); break;
     }
     if (timeline && (i % step == 0 || marker[0] || i + 1 == t->n))
       timeline_row(timeline, pool, t->time[i], marker);
@@ -201,8 +197,8 @@ static void collect(run_t *R, const rp_trace_t *t, rp_result_t *r) {
   r->barriers = d->barriers + d->refused_barriers;
   r->fences = d->fences_recorded;
   r->fence_waits = d->fence_waits;
-  r->backend_calls = r->device_allocs + r->device_frees + r->barriers + r->fences +
-                     d->fence_queries + d->fence_waits;
+  r->backend_calls =
+      r->device_allocs + r->device_frees + r->barriers + r->fences + d->fence_queries + d->fence_waits;
   r->check_rc = cp_pool_check(R->pool, r->check_why, sizeof r->check_why);
   r->ooms = R->ooms;
   R->ooms = NULL;
