@@ -3,9 +3,10 @@
  * Start (constructor, or the first intercepted call if that comes earlier):
  * read the options once, print them with CUDAPOOL_VERBOSE. The trace opens
  * at the first CUDA call (layer.c), which also decides which layer serves.
- * End (destructor): flush the trace and print the exit report when CUDAPOOL_STATS asks, with no CUDA call (the
- * runtime may already be unloading); the pools are left to the process's
- * end, as cudaFree at exit would only slow it down. Which files, and what
+ * End (destructor): flush the trace and print the exit report when
+ * CUDAPOOL_STATS asks, with no CUDA call (the runtime may already be
+ * unloading); the pools are left to the process's end, as cudaFree at exit
+ * would only slow it down. Which files, and what
  * happens when one cannot be written: outputs.c. */
 #include <pthread.h>
 #include <stdatomic.h>
