@@ -108,10 +108,7 @@ static cp_block_t *first_pending(const cp_segment_t *seg, bool *idle) {
  * free waits for the device, so nothing it may still touch is reclaimed
  * early, and no block of it is ever handed out again. */
 size_t cp_release_idle_segments(cp_pool_t *pool) {
-  size_t released = 0;
-  cp_segment_t *seg = pool->oldest;
-  while (seg) {
-    cp_segment_t *newer = seg->newer;
+  for (cp_segment_t *seg = pool->oldest; seg; seg = seg->newer) {
     bool idle;
     cp_block_t *b;
     /* One at a time: making a block ready may merge its neighbours away. */
@@ -119,14 +116,8 @@ size_t cp_release_idle_segments(cp_pool_t *pool) {
       cp_pending_remove(pool, b);
       cp_make_ready(pool, b);
     }
-    if (cp_segment_is_free(seg)) {
-      released += seg->size;
-      cp_segment_release(pool, seg);
-    }
-    seg = newer;
   }
-  cp_stats_refresh_derived(pool);
-  return released;
+  return cp_release_free_segments(pool, 0);
 }
 
 size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached) {

@@ -134,25 +134,19 @@ CUresult cp_w_cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
 
 /* ---- stream-ordered frees -------------------------------------------------------- */
 
-static int drv_free_async(uintptr_t p, uintptr_t stream) {
-  return cp_drv.cuMemFreeAsync((CUdeviceptr)p, (CUstream)stream);
-}
-
-static int drv_free_async_ptsz(uintptr_t p, uintptr_t stream) {
-  return cp_drv.cuMemFreeAsync_ptsz((CUdeviceptr)p, (CUstream)stream);
-}
-
-CUresult cp_w_cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  CP_DRV_NEED(cuMemFreeAsync);
-  if (!dptr || cp_inside || !cp_hooking()) return cp_drv.cuMemFreeAsync(dptr, hStream);
-  return (CUresult)cp_serve_free_async(drv_free_async, (uintptr_t)dptr, (uintptr_t)hStream);
-}
-
-CUresult cp_w_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  CP_DRV_NEED(cuMemFreeAsync_ptsz);
-  if (!dptr || cp_inside || !cp_hooking()) return cp_drv.cuMemFreeAsync_ptsz(dptr, hStream);
-  return (CUresult)cp_serve_free_async(drv_free_async_ptsz, (uintptr_t)dptr, (uintptr_t)hStream);
-}
+/* The plain and the per-thread-default-stream variant alike. */
+#define CP_FREE_ASYNC(name)                                                                 \
+  static int real_##name(uintptr_t p, uintptr_t stream) {                                   \
+    return cp_drv.name((CUdeviceptr)p, (CUstream)stream);                                   \
+  }                                                                                         \
+  CUresult cp_w_##name(CUdeviceptr dptr, CUstream hStream) {                                \
+    CP_DRV_NEED(name);                                                                      \
+    if (!dptr || cp_inside || !cp_hooking()) return cp_drv.name(dptr, hStream);             \
+    return (CUresult)cp_serve_free_async(real_##name, (uintptr_t)dptr, (uintptr_t)hStream); \
+  }
+CP_FREE_ASYNC(cuMemFreeAsync)
+CP_FREE_ASYNC(cuMemFreeAsync_ptsz)
+#undef CP_FREE_ASYNC
 
 /* ---- calls that describe an allocation ---------------------------------------- */
 /* Natively they describe the allocation a pointer lies in; a pool block is

@@ -14,11 +14,19 @@
 
 #include <stdlib.h>
 
-static void *grow(void *array, size_t *cap, size_t elem) {
-  size_t n = *cap ? *cap * 2 : 16;
-  void *g = realloc(array, n * elem);
-  if (g) *cap = n;
-  return g;
+/* A new last element of *array (n used, cap allocated), or NULL without
+ * memory (the event is then forgotten, as the shim forgets what it cannot
+ * record). */
+static void *push(void *array_ptr, size_t *n, size_t *cap, size_t elem) {
+  char **array = array_ptr;
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    char *g = realloc(*array, c * elem);
+    if (!g) return NULL;
+    *array = g;
+    *cap = c;
+  }
+  return *array + (*n)++ * elem;
 }
 
 static size_t find_stream(const rp_model_t *m, uint64_t handle) {
@@ -30,12 +38,9 @@ static size_t find_stream(const rp_model_t *m, uint64_t handle) {
 void rp_model_stream_create(rp_model_t *m, uint64_t handle, bool nonblocking) {
   size_t i = find_stream(m, handle);
   if (i == m->nstreams) {
-    if (m->nstreams == m->capstreams) {
-      void *g = grow(m->streams, &m->capstreams, sizeof *m->streams);
-      if (!g) return;
-      m->streams = g;
-    }
-    m->streams[m->nstreams++] = (rp_model_stream_t){.handle = handle};
+    rp_model_stream_t *s = push(&m->streams, &m->nstreams, &m->capstreams, sizeof *s);
+    if (!s) return;
+    *s = (rp_model_stream_t){.handle = handle};
   } else if (m->streams[i].nonblocking) {
     m->nonblocking--;
   }
@@ -52,12 +57,8 @@ void rp_model_stream_destroy(rp_model_t *m, uint64_t handle) {
 }
 
 void rp_model_capture_begin(rp_model_t *m, uint64_t stream, bool relaxed) {
-  if (m->ncaptures == m->capcaptures) {
-    void *g = grow(m->captures, &m->capcaptures, sizeof *m->captures);
-    if (!g) return;
-    m->captures = g;
-  }
-  m->captures[m->ncaptures++] = (rp_model_capture_t){.stream = stream, .relaxed = relaxed};
+  rp_model_capture_t *c = push(&m->captures, &m->ncaptures, &m->capcaptures, sizeof *c);
+  if (c) *c = (rp_model_capture_t){.stream = stream, .relaxed = relaxed};
 }
 
 void rp_model_capture_end(rp_model_t *m, uint64_t stream) {
