@@ -7,7 +7,9 @@
 
 #include "capture.h"
 #include "shim.h"
+#include "parse.h"
 #include "trace.h"
+#include "util.h"
 
 /* ---- pools ----------------------------------------------------------------------- */
 
@@ -64,6 +66,37 @@ cp_pool_t *cp_serve_pool(cp_device_t *dev) { return cp_device_pool_or_create(dev
 
 /* ---- allocations and frees ------------------------------------------------------- */
 
+/* One line on stderr for a request the pool could not serve, as PyTorch's
+ * out-of-memory message gives: what was asked, allocated, reserved, cached
+ * and the largest free block. At most one a second; the next line counts
+ * those left out. Only on the failure path. */
+static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
+  static _Atomic uint64_t last_ns, unsaid;
+  uint64_t now = cp_monotonic_ns(), last = atomic_load(&last_ns);
+  if ((last && now - last < 1000000000u) || !atomic_compare_exchange_strong(&last_ns, &last, now)) {
+    atomic_fetch_add(&unsaid, 1);
+    return;
+  }
+  cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
+  cp_get_stats(pool, &s);
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  char asked[32], allocated[32], reserved[32], cached[32], largest[32], limit[32] = "none";
+  cp_format_size_human(size, asked, sizeof asked);
+  cp_format_size_human((uint64_t)s.allocated_bytes.current, allocated, sizeof allocated);
+  cp_format_size_human((uint64_t)s.reserved_bytes.current, reserved, sizeof reserved);
+  cp_format_size_human((uint64_t)s.cached_bytes.current, cached, sizeof cached);
+  cp_format_size_human(s.largest_free_block, largest, sizeof largest);
+  if (cfg.limit != CP_NO_LIMIT) cp_format_size_human(cfg.limit, limit, sizeof limit);
+  uint64_t skipped = atomic_exchange(&unsaid, 0);
+  fprintf(stderr,
+          "cudapool: out of memory on device %d: asked %s; allocated %s, reserved %s, cached %s "
+          "(largest free block %s), limit %s",
+          device, asked, allocated, reserved, cached, largest, limit);
+  if (skipped) fprintf(stderr, " (%llu more since the last such line)", (unsigned long long)skipped);
+  fputc('\n', stderr);
+}
+
 cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
   /* During a strict capture the program's call must fail or succeed (and
    * invalidate the capture or not) exactly as natively. */
@@ -72,6 +105,7 @@ cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out)
   if (!pool) return CP_FORWARD;
   int rc = cp_alloc(pool, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out);
   if (rc == 0) return CP_SERVED;
+  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
   /* Without a limit the pool gave back all it could, and a failure other

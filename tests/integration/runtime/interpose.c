@@ -85,6 +85,9 @@ Test(shim_it, out_of_memory_is_native_and_cached_memory_is_reclaimed) {
                "retry: first=0 free=0 rc=0 last=0 free2=0\n"
                "inject: rc=2 last=2 last2=0 after=0 free=0\n"));
   cr_assert(eq(long, it_val(&n, "info", "pieces", -1), 4));
+  /* Two failures within a second: the pool says why once (rate-limited). */
+  cr_assert(eq(int, it_count_lines(s.err, "cudapool: out of memory on device 0: asked "), 1), "%s", s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "cudapool:"), 1), "%s", s.err);
   it_free(&n);
   it_free(&s);
 }
