@@ -50,6 +50,7 @@ typedef struct cp_api {
   int (*event_query)(cudaEvent_t ev); /* 1: complete; 0: not yet, or an error */
   int (*event_sync)(cudaEvent_t ev);
   int (*stream_wait)(cudaStream_t stream, cudaEvent_t ev);
+  int (*stream_idle)(cudaStream_t stream); /* 1: all its work is done; 0: not yet, or unknown */
 } cp_api_t;
 
 extern const cp_api_t cp_api_runtime; /* real.c */

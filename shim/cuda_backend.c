@@ -8,8 +8,12 @@
  * on those, an event E recorded on the legacy stream, and each non-blocking
  * stream made to wait on E. The legacy stream already orders every blocking
  * stream (per-thread default streams included), so after it all future work
- * on every known stream runs after all past work: no host wait. A fence is
- * the same events, queried or waited on later. Neither may touch a capturing
+ * on every known stream runs after all past work: no host wait. A stream
+ * whose work has all completed (a query, cheaper than the record and the
+ * wait: the many streams cuDNN creates are mostly idle) needs no event: its
+ * past work can no longer touch anything; it still waits on E, since its
+ * future work must follow everyone else's past work. A fence is the same
+ * events, queried or waited on later. Neither may touch a capturing
  * stream (it would join or break the capture), nor the legacy stream while
  * a blocking stream captures. So during captures they are issued only when
  * every capture is relaxed and on a non-blocking stream of this device: the
@@ -97,7 +101,7 @@ static int cuda_barrier(void *ctx, int device) {
     if (!ok || !s->nonblocking) continue;
     if (capturing(s, &pre))
       ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
-    else
+    else if (!api->stream_idle(s->stream))
       ok = s->event && api->event_record(s->event, s->stream) == 0 &&
            api->stream_wait(cudaStreamLegacy, s->event) == 0;
   }
@@ -163,6 +167,7 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
       ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
       continue;
     }
+    if (api->stream_idle(s->stream)) continue;
     cudaEvent_t ev = take_event(dev);
     ok = ev && api->event_record(ev, s->stream) == 0;
     if (ev) f->events[f->n++] = ev;

@@ -79,7 +79,8 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
   X(cuEventQuery, true)               \
   X(cuEventSynchronize, true)         \
   X(cuEventDestroy_v2, true)          \
-  X(cuStreamWaitEvent, true)
+  X(cuStreamWaitEvent, true)          \
+  X(cuStreamQuery, false)
 
 typedef struct cp_drv {
 #define CP_DRV_FIELD(name) __typeof__(name) *name;

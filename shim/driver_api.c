@@ -157,6 +157,10 @@ static int drv_event_query(cudaEvent_t ev) { return cp_drv.cuEventQuery(ev) == C
 static int drv_event_sync(cudaEvent_t ev) { return ok(cp_drv.cuEventSynchronize(ev)); }
 static int drv_stream_wait(cudaStream_t s, cudaEvent_t ev) { return ok(cp_drv.cuStreamWaitEvent(s, ev, 0)); }
 
+static int drv_stream_idle(cudaStream_t s) {
+  return cp_drv.cuStreamQuery && cp_drv.cuStreamQuery(s) == CUDA_SUCCESS;
+}
+
 const cp_api_t cp_api_driver = {
     .name = "driver",
     .current_device = drv_current_device,
@@ -172,4 +176,5 @@ const cp_api_t cp_api_driver = {
     .event_query = drv_event_query,
     .event_sync = drv_event_sync,
     .stream_wait = drv_stream_wait,
+    .stream_idle = drv_stream_idle,
 };

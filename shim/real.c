@@ -175,6 +175,13 @@ static int rt_stream_wait(cudaStream_t stream, cudaEvent_t ev) {
   return ok_or_clear(cp_real.cudaStreamWaitEvent(stream, ev, 0));
 }
 
+static int rt_stream_idle(cudaStream_t stream) {
+  cudaError_t rc = cp_real.cudaStreamQuery(stream);
+  if (rc == cudaSuccess) return 1;
+  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
+  return 0;
+}
+
 const cp_api_t cp_api_runtime = {
     .name = "runtime",
     .current_device = rt_current_device,
@@ -190,4 +197,5 @@ const cp_api_t cp_api_runtime = {
     .event_query = rt_event_query,
     .event_sync = rt_event_sync,
     .stream_wait = rt_stream_wait,
+    .stream_idle = rt_stream_idle,
 };

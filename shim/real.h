@@ -46,6 +46,7 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
   X(cudaEventSynchronize, true, (cudaEvent_t e), (e))                                           \
   X(cudaEventDestroy, true, (cudaEvent_t e), (e))                                               \
   X(cudaStreamWaitEvent, true, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))      \
+  X(cudaStreamQuery, false, (cudaStream_t s), (s))                                              \
   X(cudaStreamSynchronize, false, (cudaStream_t s), (s))                                        \
   X(cudaStreamSynchronize_ptsz, false, (cudaStream_t s), (s))                                   \
   X(cudaDeviceSynchronize, false, (void), ())                                                   \
