@@ -374,6 +374,13 @@ bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   return found;
 }
 
+bool cp_pool_holds(cp_pool_t *pool, uintptr_t addr) {
+  pthread_mutex_lock(&pool->lock);
+  bool held = cp_segment_containing(pool, addr) != NULL;
+  pthread_mutex_unlock(&pool->lock);
+  return held;
+}
+
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_active(pool, addr);

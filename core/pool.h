@@ -116,6 +116,9 @@ typedef struct cp_block_info {
   bool segment_start;
 } cp_block_info_t;
 bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out);
+/* Whether addr lies inside one of the pool's segments, in a live block or
+ * not (a freed block, the bytes past a block's request, free space). */
+bool cp_pool_holds(cp_pool_t *pool, uintptr_t addr);
 /* Keep the live block at addr pending, once freed, until a barrier, fence or
  * device synchronisation, or a synchronisation of `stream` too. 0 or ENOENT. */
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream);

@@ -50,7 +50,7 @@ endif
 # runtime, driver/ over the fake driver of mk/fakecuda.mk), the threaded ones
 # (*_mt.c) in their own binary so they also run under ThreadSanitizer.
 SHIM_IT_HELPERS := tests/support/it_run.c tests/support/it_json.c
-SHIM_IT_HDRS    := tests/support/it_run.h tests/support/it_check.h
+SHIM_IT_HDRS    := tests/support/it_run.h tests/support/it_check.h tests/support/it_info.h
 SHIM_IT_MT_SRCS := $(wildcard tests/integration/*/*_mt.c)
 SHIM_IT_SRCS    := $(filter-out $(SHIM_IT_MT_SRCS),$(wildcard tests/integration/*/*.c))
 SHIM_IT_BIN     := $(BUILD)/tests/integration_tests

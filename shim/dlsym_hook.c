@@ -151,6 +151,12 @@ static const rule_t rules[] = {
     {"cuStreamEndCapture", 10000, false, "cuStreamEndCapture"},
     {"cuGetProcAddress", 12000, false, "cuGetProcAddress_v2"},
     {"cuGetProcAddress", 11030, false, "cuGetProcAddress"},
+    {"cuMemFreeAsync", 11020, true, "cuMemFreeAsync_ptsz"},
+    {"cuMemFreeAsync", 11020, false, "cuMemFreeAsync"},
+    {"cuMemGetAddressRange", 3020, false, "cuMemGetAddressRange_v2"},
+    {"cuPointerGetAttribute", 4000, false, "cuPointerGetAttribute"},
+    {"cuPointerGetAttributes", 7000, false, "cuPointerGetAttributes"},
+    {"cuIpcGetMemHandle", 4010, false, "cuIpcGetMemHandle"},
 };
 
 /* The newest CUDA the rules know: a request for a later version may get a

@@ -168,9 +168,22 @@ bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
   return false;
 }
 
+/* Whether p lies in a segment of any pool, in a live block or not. */
+static bool in_pool_segment(uintptr_t p) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool && cp_pool_holds(pool, p)) return true;
+  }
+  return false;
+}
+
 bool cp_serve_ipc_exportable(uintptr_t p) {
   cp_block_info_t b;
-  if (!cp_serve_block_of(p, &b) || b.segment_start) return true;
+  /* Pool memory no live block holds (freed, past a block's request) is no
+   * allocation of the program's: the export fails as natively, no word. */
+  if (!cp_serve_block_of(p, &b)) return !in_pool_segment(p);
+  if (b.segment_start) return true;
   static atomic_bool said;
   if (!atomic_exchange(&said, true))
     fprintf(stderr,

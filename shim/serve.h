@@ -65,9 +65,11 @@ bool cp_serve_owned(uintptr_t p);
 int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p, uintptr_t stream);
 
 /* Whether p may be exported through CUDA IPC as it is: it is in no pool
- * block, or in one that starts its segment (the peer maps the segment,
- * whose start is the block). When not, says so once on stderr: the peer
- * would see another block's bytes. */
+ * segment, or in a live block that starts its segment (the peer maps the
+ * segment, whose start is the block). A block inside a segment cannot be
+ * (the peer would see another block's bytes): says so once on stderr. Pool
+ * memory that no live block holds cannot be either, silently: natively it
+ * is no allocation, and the export fails. */
 bool cp_serve_ipc_exportable(uintptr_t p);
 /* The live pool block containing p, on any device. */
 bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out);

@@ -26,6 +26,10 @@ unsigned long long fakecu_raw_alloc(size_t size);
 /* The fake's own exported function of that name (e.g. "cuMemAlloc_v2"),
  * NULL when it has none: what an interposer must not be confused with. */
 void *fakecu_entry(const char *name);
+/* The allocation a cuIpcGetMemHandle handle exports: its base (and its size
+ * in *size, when size is not NULL); 0 for anything that is not a handle of
+ * the fake's. */
+unsigned long long fakecu_ipc_base(const void *handle, size_t *size);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,9 @@
  *
  * What it models: cuInit; devices; primary contexts (retain count, reset)
  * and created contexts, with a per-thread context stack; memory (cuMemAlloc,
- * pitched, cuMemFree, cuMemGetInfo, memset/memcpy to check contents); streams
+ * pitched, cuMemFree, cuMemGetInfo, memset/memcpy to check contents; in
+ * ptr.c the stream-ordered free, address ranges, pointer attributes and IPC
+ * handles, which describe a whole allocation from any address in it); streams
  * and events; the stream-capture rules a barrier issued at the wrong time
  * would trip (the same rules as tests/fakes/cudart/capture.c, thread
  * interaction mode always global); cuGetProcAddress with versions and the
@@ -32,6 +34,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uthash.h>
+
+/* Exported by libcuda (and ptr.c), declared by no header. */
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 
 #define FK_MAX_DEVICES 8
 #define FK_ALIGN 512
@@ -126,6 +131,8 @@ void fk_ctx_drop_state(fk_ctx *c);
 fk_alloc *fk_alloc_containing(uintptr_t p, size_t n);
 CUresult fk_alloc_new(fk_ctx *ctx, size_t size, CUdeviceptr *out);
 void fk_alloc_drop_ctx(fk_ctx *ctx);
+fk_alloc *fk_alloc_exact(uintptr_t p);
+void fk_alloc_release(fk_alloc *a);
 
 /* streams.c */
 CUresult fk_stream_get(fk_ctx *ctx, CUstream h, int per_thread_api, fk_stream **out);

@@ -76,6 +76,14 @@ static void release(size_t i) {
   fk.nallocs--;
 }
 
+/* The live allocation starting at p, NULL if none. */
+fk_alloc *fk_alloc_exact(uintptr_t p) {
+  size_t i = lower_bound(p);
+  return i < fk.nallocs && (uintptr_t)fk.allocs[i].base == p ? &fk.allocs[i] : NULL;
+}
+
+void fk_alloc_release(fk_alloc *a) { release((size_t)(a - fk.allocs)); }
+
 void fk_alloc_drop_ctx(fk_ctx *ctx) {
   for (size_t i = fk.nallocs; i-- > 0;)
     if (fk.allocs[i].ctx == ctx) release(i);

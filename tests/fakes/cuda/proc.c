@@ -10,7 +10,8 @@
  * version older than its first gives VERSION_NOT_SUFFICIENT (cuda.h).
  *
  * FAKECU_TRACE_PROC=1 prints every lookup on stderr (what a runtime asks).
- * With FAKECU_PROC_TRAMPOLINES=1 the lookups of a few entry points return a
+ * With FAKECU_PROC_TRAMPOLINES=1 the lookups of a few entry points (the
+ * served allocation, free and stream calls, and ptr.c's) return a
  * trampoline of the fake's own instead of the exported function, standing
  * for a driver whose cuGetProcAddress answers with internal addresses.
  *
@@ -82,6 +83,13 @@ static const proc_t procs[] = {
     PT(cuStreamWaitEvent, 7000, cuStreamWaitEvent_ptsz),
     P(cuGetProcAddress, 11030, cuGetProcAddress),
     P(cuGetProcAddress, 12000, cuGetProcAddress_v2),
+    /* ptr.c */
+    P(cuMemFreeAsync, 11020, cuMemFreeAsync),
+    PT(cuMemFreeAsync, 11020, cuMemFreeAsync_ptsz),
+    P(cuMemGetAddressRange, 3020, cuMemGetAddressRange_v2),
+    P(cuPointerGetAttribute, 4000, cuPointerGetAttribute),
+    P(cuPointerGetAttributes, 7000, cuPointerGetAttributes),
+    P(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle),
 };
 
 /* ---- trampolines ------------------------------------------------------------- */
@@ -92,13 +100,33 @@ static CUresult t_sync(CUstream s) { return cuStreamSynchronize(s); }
 static CUresult t_create(CUstream *s, unsigned f) { return cuStreamCreate(s, f); }
 static CUresult t_destroy(CUstream s) { return cuStreamDestroy_v2(s); }
 
+/* ptr.c's entry points: the calls whose meaning changes under a pool. */
+static CUresult t_free_async(CUdeviceptr d, CUstream s) { return cuMemFreeAsync(d, s); }
+static CUresult t_free_async_ptsz(CUdeviceptr d, CUstream s) { return cuMemFreeAsync_ptsz(d, s); }
+static CUresult t_range(CUdeviceptr *b, size_t *n, CUdeviceptr d) { return cuMemGetAddressRange_v2(b, n, d); }
+static CUresult t_attr(void *v, CUpointer_attribute a, CUdeviceptr d) { return cuPointerGetAttribute(v, a, d); }
+static CUresult t_attrs(unsigned n, CUpointer_attribute *a, void **v, CUdeviceptr d) {
+  return cuPointerGetAttributes(n, a, v, d);
+}
+static CUresult t_ipc(CUipcMemHandle *h, CUdeviceptr d) { return cuIpcGetMemHandle(h, d); }
+
+static void *trampoline_ptr(void *fn) {
+  if (fn == (void *)cuMemFreeAsync) return (void *)t_free_async;
+  if (fn == (void *)cuMemFreeAsync_ptsz) return (void *)t_free_async_ptsz;
+  if (fn == (void *)cuMemGetAddressRange_v2) return (void *)t_range;
+  if (fn == (void *)cuPointerGetAttribute) return (void *)t_attr;
+  if (fn == (void *)cuPointerGetAttributes) return (void *)t_attrs;
+  if (fn == (void *)cuIpcGetMemHandle) return (void *)t_ipc;
+  return fn;
+}
+
 static void *trampoline(void *fn) {
   if (fn == (void *)cuMemAlloc_v2) return (void *)t_alloc;
   if (fn == (void *)cuMemFree_v2) return (void *)t_free;
   if (fn == (void *)cuStreamSynchronize) return (void *)t_sync;
   if (fn == (void *)cuStreamCreate) return (void *)t_create;
   if (fn == (void *)cuStreamDestroy_v2) return (void *)t_destroy;
-  return fn;
+  return trampoline_ptr(fn);
 }
 
 static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -9,7 +9,9 @@
  *   events the stream waited on;
  * - the legacy stream first waits for every blocking stream of its device
  *   (per-thread default streams and streams created without
- *   cudaStreamNonBlocking), and those then wait for it (GPU-FACTS.md);
+ *   cudaStreamNonBlocking), and those then wait for it (GPU-FACTS.md),
+ *   including blocking streams that appear later (a stream created, or a
+ *   thread's per-thread stream first used, after the legacy work);
  * - a host synchronisation (stream, event, device, cudaFree, a synchronous
  *   cudaMemcpy) joins the clock of what it waited for into fc.host: that work
  *   is complete from then on;
@@ -35,6 +37,9 @@ void fc_clock_op(fc_stream *s, const fc_vc *extra) {
   fc_vc_join(&s->vc, &fc.host);
   fc_vc_join(&s->vc, extra);
   if (s->kind == FC_STREAM_LEGACY) join_blocking(&s->vc, s->device);
+  /* A blocking stream's work waits for the legacy stream's earlier work,
+   * also when the stream was made (or first used by its thread) after it. */
+  else if (fc_stream_blocking(s)) fc_vc_join(&s->vc, &fc.legacy[s->device].vc);
   fc_vc_set(&s->vc, s->idx, fc_vc_get(&s->vc, s->idx) + 1);
   if (s->kind == FC_STREAM_LEGACY) {
     fc_stream *b;

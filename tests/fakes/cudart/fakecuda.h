@@ -35,6 +35,10 @@ size_t fakecuda_live_bytes(int device);
 void *fakecuda_raw_malloc(size_t size);
 /* Races seen while events were held (see fakecuda_hold_events). */
 long fakecuda_races(void);
+/* The allocation a cudaIpcGetMemHandle handle exports: its base (and its
+ * size in *size, when size is not NULL); NULL for anything that is not a
+ * handle of the fake's. */
+void *fakecuda_ipc_base(const void *handle, size_t *size);
 
 #ifdef __cplusplus
 }
