@@ -55,24 +55,71 @@ static bool should_fail(cp_sim_t *sim, size_t size) {
   return sim->fail_percent && next_random(sim) % 100 < sim->fail_percent;
 }
 
+/* A given address range leaves the free ranges, so that no later hole
+ * allocation overlaps it (given ranges never overlap live ones). */
+static void carve_hole(cp_sim_t *sim, uintptr_t addr, size_t size) {
+  for (cp_sim_range_t **link = &sim->holes; *link; link = &(*link)->next) {
+    cp_sim_range_t *h = *link;
+    if (addr < h->addr || addr + size > h->addr + h->size) continue;
+    size_t after = h->addr + h->size - (addr + size);
+    if (after > 0) {
+      cp_sim_range_t *tail = malloc(sizeof *tail);
+      if (!tail) return;
+      *tail = (cp_sim_range_t){.addr = addr + size, .size = after, .next = h->next};
+      h->next = tail;
+    }
+    h->size = addr - h->addr;
+    if (h->size == 0) {
+      *link = h->next;
+      free(h);
+    }
+    return;
+  }
+}
+
+static bool overlaps_live(const cp_sim_t *sim, uintptr_t addr, size_t size) {
+  for (const cp_sim_range_t *r = sim->live; r; r = r->hh.next)
+    if (addr < r->addr + r->size && r->addr < addr + size) return true;
+  return false;
+}
+
+/* The next given address, while the allocations still follow the list: the
+ * same size asked, and no overlap with what is live (after a divergence, a
+ * live address may have been reused). */
+static bool take_given(cp_sim_t *sim, size_t size, size_t need) {
+  if (sim->next_address >= sim->naddresses) return false;
+  size_t i = sim->next_address;
+  if (sim->address_sizes[i] != size || overlaps_live(sim, sim->addresses[i], need)) {
+    sim->next_address = sim->naddresses;
+    return false;
+  }
+  return true;
+}
+
 static int sim_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   (void)device;
   cp_sim_t *sim = ctx;
   size_t need = (size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
+  bool given = take_given(sim, size, need);
   cp_sim_range_t **link = &sim->holes;
-  while (*link && (*link)->size < need) link = &(*link)->next;
-  cp_sim_range_t *live = *link && !should_fail(sim, need) ? malloc(sizeof *live) : NULL;
+  while (!given && *link && (*link)->size < need) link = &(*link)->next;
+  cp_sim_range_t *live = (given || *link) && !should_fail(sim, need) ? malloc(sizeof *live) : NULL;
   if (!live) {
     sim->failed_allocs++;
     return ENOMEM;
   }
-  cp_sim_range_t *hole = *link;
-  *live = (cp_sim_range_t){.addr = hole->addr, .size = need};
-  hole->addr += need;
-  hole->size -= need;
-  if (hole->size == 0) {
-    *link = hole->next;
-    free(hole);
+  if (given) {
+    *live = (cp_sim_range_t){.addr = sim->addresses[sim->next_address++], .size = need};
+    carve_hole(sim, live->addr, need);
+  } else {
+    cp_sim_range_t *hole = *link;
+    *live = (cp_sim_range_t){.addr = hole->addr, .size = need};
+    hole->addr += need;
+    hole->size -= need;
+    if (hole->size == 0) {
+      *link = hole->next;
+      free(hole);
+    }
   }
   HASH_ADD_PTR(sim->live, addr, live);
   sim->used += need;

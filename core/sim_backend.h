@@ -35,6 +35,12 @@ typedef struct cp_sim {
   /* reuse mechanisms */
   bool barrier_enabled;
   unsigned barrier_cost; /* what the backend says a barrier costs (0 = 1) */
+  /* Addresses to hand out, in order, before the simulated address space
+   * (a replay gives the live run's segment addresses, so that best-fit
+   * ties between segments break as they did live); NULL = none. */
+  const uintptr_t *addresses;
+  const size_t *address_sizes; /* the size each was for: a mismatch ends the list */
+  size_t naddresses, next_address;
   bool fence_enabled;
   bool fence_auto_complete;  /* fences complete as soon as they are recorded */
   uint64_t fences_recorded;  /* ids are 1, 2, ...: id n is the n-th fence */

@@ -28,6 +28,7 @@
 
 #include "capture.h"
 #include "device.h"
+#include "trace.h"
 
 /* The flavour cannot change once a pool exists (cp_api() picks once). */
 #define API() cp_api()
@@ -38,6 +39,8 @@ static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   int token = cp_device_enter(dev);
   int rc = API()->mem_alloc(size, out);
   cp_device_leave(token);
+  /* Replay hands the same addresses out: best-fit ties break by address. */
+  if (rc == 0 && cp_trace_enabled()) cp_trace_extra(CP_TRACE_SEGMENT_ALLOC, *out, size, 0);
   return rc;
 }
 

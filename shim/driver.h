@@ -80,7 +80,8 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
   X(cuEventSynchronize, true)         \
   X(cuEventDestroy_v2, true)          \
   X(cuStreamWaitEvent, true)          \
-  X(cuStreamQuery, false)
+  X(cuStreamQuery, false)             \
+  X(cuStreamIsCapturing, false)
 
 typedef struct cp_drv {
 #define CP_DRV_FIELD(name) __typeof__(name) *name;

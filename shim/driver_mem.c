@@ -18,6 +18,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <pthread.h>
 
+#include "capture.h"
 #include "driver.h"
 #include "serve.h"
 #include "shim.h"
@@ -134,18 +135,32 @@ CUresult cp_w_cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
 
 /* ---- stream-ordered frees -------------------------------------------------------- */
 
-/* The plain and the per-thread-default-stream variant alike. */
-#define CP_FREE_ASYNC(name)                                                                 \
-  static int real_##name(uintptr_t p, uintptr_t stream) {                                   \
-    return cp_drv.name((CUdeviceptr)p, (CUstream)stream);                                   \
-  }                                                                                         \
-  CUresult cp_w_##name(CUdeviceptr dptr, CUstream hStream) {                                \
-    CP_DRV_NEED(name);                                                                      \
-    if (!dptr || cp_inside || !cp_hooking()) return cp_drv.name(dptr, hStream);             \
-    return (CUresult)cp_serve_free_async(real_##name, (uintptr_t)dptr, (uintptr_t)hStream); \
+/* A driver without cuStreamIsCapturing: the shim's own records decide. */
+static int drv_capturing(uintptr_t stream, bool *capturing) {
+  if (!cp_drv.cuStreamIsCapturing) {
+    *capturing = cp_capture_stream_capturing(stream);
+    return CUDA_SUCCESS;
   }
-CP_FREE_ASYNC(cuMemFreeAsync)
-CP_FREE_ASYNC(cuMemFreeAsync_ptsz)
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult rc = cp_drv.cuStreamIsCapturing((CUstream)stream, &status);
+  *capturing = rc == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+  return rc;
+}
+
+/* The plain and the per-thread-default-stream variant alike. */
+#define CP_FREE_ASYNC(name, ptsz)                                                             \
+  static int real_##name(uintptr_t p, uintptr_t stream) {                                     \
+    return cp_drv.name((CUdeviceptr)p, (CUstream)stream);                                     \
+  }                                                                                           \
+  static const cp_async_calls_t calls_##name = {                                              \
+      .free_async = real_##name, .capturing = drv_capturing, .per_thread = ptsz};             \
+  CUresult cp_w_##name(CUdeviceptr dptr, CUstream hStream) {                                  \
+    CP_DRV_NEED(name);                                                                        \
+    if (!dptr || cp_inside || !cp_hooking()) return cp_drv.name(dptr, hStream);               \
+    return (CUresult)cp_serve_free_async(&calls_##name, (uintptr_t)dptr, (uintptr_t)hStream); \
+  }
+CP_FREE_ASYNC(cuMemFreeAsync, false)
+CP_FREE_ASYNC(cuMemFreeAsync_ptsz, true)
 #undef CP_FREE_ASYNC
 
 /* ---- calls that describe an allocation ---------------------------------------- */

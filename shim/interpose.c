@@ -59,14 +59,25 @@ static int rt_free_async_ptsz(uintptr_t p, uintptr_t stream) {
   return cp_real.cudaFreeAsync_ptsz((void *)p, (cudaStream_t)stream);
 }
 
+static int rt_capturing(uintptr_t stream, bool *capturing) {
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaError_t rc = cp_real.cudaStreamIsCapturing((cudaStream_t)stream, &status);
+  *capturing = rc == cudaSuccess && status != cudaStreamCaptureStatusNone;
+  return rc;
+}
+
+static const cp_async_calls_t runtime_async = {.free_async = rt_free_async, .capturing = rt_capturing};
+static const cp_async_calls_t runtime_async_ptsz = {
+    .free_async = rt_free_async_ptsz, .capturing = rt_capturing, .per_thread = true};
+
 CP_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
   if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync(devPtr, hStream);
-  return (cudaError_t)cp_serve_free_async(rt_free_async, (uintptr_t)devPtr, (uintptr_t)hStream);
+  return (cudaError_t)cp_serve_free_async(&runtime_async, (uintptr_t)devPtr, (uintptr_t)hStream);
 }
 
 CP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
   if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync_ptsz(devPtr, hStream);
-  return (cudaError_t)cp_serve_free_async(rt_free_async_ptsz, (uintptr_t)devPtr, (uintptr_t)hStream);
+  return (cudaError_t)cp_serve_free_async(&runtime_async_ptsz, (uintptr_t)devPtr, (uintptr_t)hStream);
 }
 
 /* A pool block that cannot be exported fails as an invalid pointer does, so

@@ -62,6 +62,7 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
   X(cudaStreamEndCapture, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                     \
   X(cudaStreamEndCapture_ptsz, false, (cudaStream_t s, cudaGraph_t * g), (s, g))                \
   X(cudaFreeAsync, false, (void *p, cudaStream_t s), (p, s))                                    \
+  X(cudaStreamIsCapturing, false, (cudaStream_t s, enum cudaStreamCaptureStatus * c), (s, c))   \
   X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                               \
   X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))
 

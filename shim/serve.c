@@ -11,6 +11,10 @@
 #include "trace.h"
 #include "util.h"
 
+/* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
+ * CU_STREAM_PER_THREAD: the same handles at both layers. */
+enum { STREAM_LEGACY = 0x1, STREAM_PER_THREAD = 0x2 };
+
 /* ---- pools ----------------------------------------------------------------------- */
 
 static void warn_percent_once(const char *what) {
@@ -146,17 +150,21 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
   return layer->real_free(p);
 }
 
-int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p,
-                        uintptr_t stream) {
-  if (cp_capture_stream_capturing(stream) && cp_serve_owned(p)) return 0;
+int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream) {
+  if (cp_serve_owned(p)) {
+    /* A bad stream fails as natively, and the block stays the program's. */
+    bool capturing = false;
+    int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
+    if (rc != 0 || capturing) return rc;
+  }
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
     int rc = pool ? cp_free(pool, p, 0, 0) : ENOENT;
     if (rc == 0) return 0;
-    if (rc == EINVAL) return real_free_async(p | 1, stream);
+    if (rc == EINVAL) return layer->free_async(p | 1, stream);
   }
-  return real_free_async(p, stream);
+  return layer->free_async(p, stream);
 }
 
 bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
@@ -195,10 +203,6 @@ bool cp_serve_ipc_exportable(uintptr_t p) {
 }
 
 /* ---- synchronisations ------------------------------------------------------------ */
-
-/* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
- * CU_STREAM_PER_THREAD: the same handles at both layers. */
-enum { STREAM_LEGACY = 0x1, STREAM_PER_THREAD = 0x2 };
 
 cp_sync_t cp_serve_sync_begin(cp_device_t *dev) {
   cp_sync_t s = {.dev = dev, .pool = dev ? cp_device_pool_if_any(dev) : NULL};

@@ -62,7 +62,14 @@ bool cp_serve_owned(uintptr_t p);
  * capturing stream, a pool block is kept for good instead (the captured
  * graph may still use it whenever it is launched). Other pointers go to
  * real_free_async unchanged; bad ones fail natively (p|1). */
-int cp_serve_free_async(int (*real_free_async)(uintptr_t p, uintptr_t stream), uintptr_t p, uintptr_t stream);
+typedef struct cp_async_calls {
+  int (*free_async)(uintptr_t p, uintptr_t stream); /* the layer's own call */
+  /* Whether stream is capturing, as CUDA itself says (a stream that joined
+   * a capture through an event counts): its native code, 0 when it answered. */
+  int (*capturing)(uintptr_t stream, bool *capturing);
+  bool per_thread; /* the _ptsz variant: stream 0 is the per-thread default stream */
+} cp_async_calls_t;
+int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream);
 
 /* Whether p may be exported through CUDA IPC as it is: it is in no pool
  * segment, or in a live block that starts its segment (the peer maps the

@@ -13,6 +13,7 @@
  *   capture_begin      Stream the handle, Size 1 relaxed, 0 global/thread-local
  *   capture_end        Stream the handle (the capture is over)
  *   per_thread_stream  the program used the per-thread default stream (once)
+ *   segment_alloc      Pointer and Size of a segment the pool got from CUDA
  * cudapool-replay reads it back.
  *
  * Cost: an event is one relaxed atomic load, a clock read and a 40-byte
@@ -56,6 +57,7 @@ void cp_trace_sync_device(void);
 #define CP_TRACE_CAPTURE_BEGIN "capture_begin"
 #define CP_TRACE_CAPTURE_END "capture_end"
 #define CP_TRACE_PER_THREAD_STREAM "per_thread_stream"
+#define CP_TRACE_SEGMENT_ALLOC "segment_alloc"
 /* action must be a string with static storage (a literal): the record keeps
  * the pointer and the line is formatted later. */
 void cp_trace_extra(const char *action, uintptr_t ptr, size_t size, uint64_t stream);

@@ -162,8 +162,10 @@ static void resolve(loader_t *L) {
   t->ev = malloc(n * sizeof *t->ev);
   t->line = malloc(n * sizeof *t->line);
   t->time = malloc(n * sizeof *t->time);
+  t->segment_addr = malloc(n * sizeof *t->segment_addr);
+  t->segment_size = malloc(n * sizeof *t->segment_size);
   live_t *entries = malloc(n * sizeof *entries);
-  if (!t->ev || !t->line || !t->time || !entries) {
+  if (!t->ev || !t->line || !t->time || !t->segment_addr || !t->segment_size || !entries) {
     free(entries);
     fail(L, ENOMEM, "loading the trace");
     return;
@@ -176,6 +178,11 @@ static void resolve(loader_t *L) {
     uint32_t line = L->raw[i].line;
     rp_event_t e = {.stream = l->stream, .key = l->thread + 1};
     live_t *found = NULL;
+    if (l->kind == RP_LINE_SEGMENT_ALLOC) {
+      t->segment_addr[t->nsegments] = (uintptr_t)l->ptr;
+      t->segment_size[t->nsegments++] = (size_t)l->size;
+      continue;
+    }
     switch (l->kind) {
       case RP_LINE_ALLOC:
         HASH_FIND(hh, map, &l->ptr, sizeof l->ptr, found);
@@ -339,6 +346,11 @@ void rp_trace_free(rp_trace_t *t) {
   free(t->ev);
   free(t->line);
   free(t->time);
+  free(t->segment_addr);
+  free(t->segment_size);
+  t->segment_addr = NULL;
+  t->segment_size = NULL;
+  t->nsegments = 0;
   t->ev = NULL;
   t->line = NULL;
   t->time = NULL;

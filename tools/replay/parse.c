@@ -179,6 +179,7 @@ static const struct {
     {"capture_begin", RP_LINE_CAPTURE_BEGIN},
     {"capture_end", RP_LINE_CAPTURE_END},
     {"per_thread_stream", RP_LINE_PER_THREAD_STREAM},
+    {"segment_alloc", RP_LINE_SEGMENT_ALLOC},
 };
 
 /* An action we do not know but that looks like one: a word of letters,

@@ -45,6 +45,7 @@ enum rp_kind {
   RP_LINE_CAPTURE_BEGIN, /* Size 1: relaxed */
   RP_LINE_CAPTURE_END,
   RP_LINE_PER_THREAD_STREAM,
+  RP_LINE_SEGMENT_ALLOC, /* Pointer, Size: where the live pool's segment was */
 };
 
 typedef struct rp_line {
@@ -93,7 +94,12 @@ typedef struct rp_trace {
   uint32_t nslots;
   /* what the input held */
   size_t lines, allocs, frees, syncs, alloc_failures, skipped, zero_allocs, errors;
-  size_t decisions;   /* stream, capture and per-thread-stream events */
+  size_t decisions; /* stream, capture and per-thread-stream events */
+  /* The live pool's segments, in order (segment_alloc): the simulated device
+   * hands out the same addresses while the replay follows the live run. */
+  uintptr_t *segment_addr;
+  size_t *segment_size;
+  size_t nsegments;
   uint64_t peak_live; /* most bytes live at once, exact request sizes */
   bool reordered;     /* lines were not in time order and were sorted */
 } rp_trace_t;

@@ -53,6 +53,9 @@ static int run_open(run_t *R, const rp_trace_t *t, const rp_opts_t *o) {
   memset(R, 0, sizeof *R);
   cp_sim_init(&R->sim, o->device_memory);
   R->sim.barrier_enabled = o->reuse == RP_REUSE_BARRIER;
+  R->sim.addresses = t->segment_addr;
+  R->sim.address_sizes = t->segment_size;
+  R->sim.naddresses = t->nsegments;
   R->sim.fence_enabled = false;
   cp_config_t cfg = o->cfg;
   cfg.reuse = o->reuse == RP_REUSE_IMMEDIATE ? CP_REUSE_IMMEDIATE : CP_REUSE_DEFERRED;

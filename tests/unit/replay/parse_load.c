@@ -42,8 +42,10 @@ ParameterizedTestParameters(parse, valid) {
        512, 0x55d0c0, 12.00000025, false},
       {"41,1.5,allocate failure,(nil),1099511627776,0x10", RP_LINE_ALLOC_FAIL, 41, 0, 1ull << 40,
        0x10, 1.5, false},
-      {"41,2,segment_alloc,0x7f0000000000,2097152,(nil)", RP_LINE_EXTRA, 41, 0x7f0000000000,
+      {"41,2,segment_alloc,0x7f0000000000,2097152,(nil)", RP_LINE_SEGMENT_ALLOC, 41, 0x7f0000000000,
        2097152, 0, 2, false},
+      {"41,2,barrier,(nil),0,(nil)", RP_LINE_EXTRA, 41, 0, 0, 0, 2, false},
+      {"41,2,stream_create,(nil),1,0x55d0c0", RP_LINE_STREAM_CREATE, 41, 0, 1, 0x55d0c0, 2, false},
       {"41,2,empty_cache,(nil),0,(nil)", RP_LINE_EMPTY_CACHE, 41, 0, 0, 0, 2, false},
       /* RMM: thread id, clock time, 0x0 stream, deallocate with its size, CRLF */
       {"140573312345856,14:03:07:123456,allocate,0x7f8a40000000,1024,0x0", RP_LINE_ALLOC,
@@ -172,7 +174,7 @@ static const char bad_trace[] =
     "1,0.2,free,0x999,0,(nil)\n"               /* 3: unknown pointer */
     "1,0.3,allocate,0x100,10,(nil)\n"          /* 4: still live */
     "zzz\n"                                    /* 5: garbage */
-    "1,0.4,segment_alloc,0x0,2097152,(nil)\n"  /* 6: extra, skipped */
+    "1,0.4,barrier,0x0,2097152,(nil)\n"        /* 6: extra, skipped */
     "1,0.5,free,0x100,0,(nil)\n"               /* 7 */
     "1,0.6,allocate,0x100,20,(nil)\n"          /* 8: reuse after free */
     "1,0.7,allocate,0x200,3";                  /* 9: truncated */

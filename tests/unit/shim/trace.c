@@ -63,7 +63,7 @@ Test(trace, exact_lines_and_round_trip) {
   cp_trace_alloc(0x7f0000001000, 4096, 0);
   cp_trace_sync_stream(0x55d0c0);
   cp_trace_alloc_failure(1ull << 40, 0x10);
-  cp_trace_extra("segment_alloc", 0x7f0000000000, 2097152, 0);
+  cp_trace_extra("barrier", 0x7f0000000000, 2097152, 0);
   cp_trace_free(0x7f0000001000, 4096, 0);
   cp_trace_sync_device();
   cp_trace_close();
@@ -77,7 +77,7 @@ Test(trace, exact_lines_and_round_trip) {
       "allocate,0x7f0000001000,4096,(nil)",
       "sync_stream,(nil),0,0x55d0c0",
       "allocate failure,(nil),1099511627776,0x10",
-      "segment_alloc,0x7f0000000000,2097152,(nil)",
+      "barrier,0x7f0000000000,2097152,(nil)",
       "free,0x7f0000001000,4096,(nil)",
       "sync_device,(nil),0,(nil)",
   };
