@@ -93,13 +93,16 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   free(seg);
 }
 
-static cp_block_t *first_pending(const cp_segment_t *seg, bool *idle) {
-  *idle = true;
+/* The first PENDING block of a segment that holds no ACTIVE block; NULL
+ * when it has none, or when any block of it is live (wherever that block
+ * lies: a pending block before it may still be written by the device). */
+static cp_block_t *idle_pending(const cp_segment_t *seg) {
+  cp_block_t *pending = NULL;
   for (cp_block_t *b = seg->first; b; b = b->next) {
-    if (b->state == CP_BLOCK_ACTIVE) *idle = false;
-    if (b->state == CP_BLOCK_PENDING) return b;
+    if (b->state == CP_BLOCK_ACTIVE) return NULL;
+    if (b->state == CP_BLOCK_PENDING && !pending) pending = b;
   }
-  return NULL;
+  return pending;
 }
 
 /* The last resort when pending blocks cannot be made ready (no barrier or
@@ -109,10 +112,9 @@ static cp_block_t *first_pending(const cp_segment_t *seg, bool *idle) {
  * early, and no block of it is ever handed out again. */
 size_t cp_release_idle_segments(cp_pool_t *pool) {
   for (cp_segment_t *seg = pool->oldest; seg; seg = seg->newer) {
-    bool idle;
     cp_block_t *b;
     /* One at a time: making a block ready may merge its neighbours away. */
-    while ((b = first_pending(seg, &idle)) && idle) {
+    while ((b = idle_pending(seg))) {
       cp_pending_remove(pool, b);
       cp_make_ready(pool, b);
     }

@@ -29,12 +29,23 @@ PROGS_SRCS := $(wildcard tests/programs/runtime/*.c)
 PROGS_BINS := $(PROGS_SRCS:tests/programs/runtime/%.c=$(BUILD)/progs/%)
 PROGS_LINK := -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -ldl
 PROG_CFLAGS_ptds := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
+# PROG_LINK_<name> replaces PROGS_LINK for one program. reload is linked to
+# no libcudart: it reaches the runtime only through a plugin it dlopens from
+# its own folder (tests/programs/runtime/plugin/).
+RELOAD_PLUGIN   := $(BUILD)/progs/libreload_plugin.so
+PROG_LINK_reload := -ldl
 
 $(BUILD)/progs/%: tests/programs/runtime/%.c $(wildcard tests/programs/runtime/*.h) tests/support/pool_probe.h \
                   include/cudapool.h $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakes/cudart $(TEST_INC) $< -o $@ \
-	  $(PROGS_LINK) $(LDFLAGS_BASE)
+	  $(or $(PROG_LINK_$*),$(PROGS_LINK)) $(LDFLAGS_BASE)
+
+$(BUILD)/progs/reload: $(RELOAD_PLUGIN)
+$(RELOAD_PLUGIN): tests/programs/runtime/plugin/reload_plugin.c $(FAKECUDART_LINK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -shared $< -o $@ -L$(FAKECUDART_DIR) -lcudart \
+	  -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -Wl,-z,defs $(LDFLAGS_BASE)
 
 # An nvcc-built program (-cudart shared) proves the fake serves what nvcc's
 # generated host code calls. Not sanitized: its runs preload the sanitizer
@@ -70,7 +81,7 @@ $(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT
 	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) \
 	  $(SHIM_IT_LDFLAGS)
 
-ALL_TARGETS += $(FAKECUDART_LIB) $(FAKECUDART_LINK) $(PROGS_BINS)
+ALL_TARGETS += $(FAKECUDART_LIB) $(FAKECUDART_LINK) $(PROGS_BINS) $(RELOAD_PLUGIN)
 ifneq ($(SHIM_IT_SRCS),)
 ALL_TARGETS += $(SHIM_IT_BIN)
 TEST_BINS += $(SHIM_IT_BIN)
