@@ -5,6 +5,7 @@
 #   make bench         core benchmarks on the simulated device
 #   make demo          the bundled demo workload natively and under cudapool
 #   make install PREFIX=/usr/local
+#   make V=1 ...       show every command in full (default: one short line each)
 # Each component adds its targets from mk/<component>.mk.
 
 BUILD     ?= build
@@ -14,6 +15,17 @@ NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CC        ?= cc
 SAN       ?=
 OPT       ?= -O2
+
+# Quiet by default: a recipe prefixed with $(call say,TAG,$@) prints
+# "  TAG     target" instead of the command; V=1 prints the commands as make
+# does. Errors and warnings print either way.
+V ?= 0
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+say = @printf '  %-7s %s\n' '$(1)' '$(2)';
+endif
 
 CFLAGS_BASE  := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
                 -fvisibility=hidden -pthread
@@ -60,27 +72,37 @@ include mk/core.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk
 
+# A planted skip must show in scripts/run-tests' closing line
+# (tests/unit/shim/run_tests.c runs it; make test does not).
+SKIP_SELFTEST_BIN := $(BUILD)/tests/planted_skip
+$(SKIP_SELFTEST_BIN): tests/selftest/planted_skip.c $(LSAN_SCOPE) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $< -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
+ALL_TARGETS += $(SKIP_SELFTEST_BIN)
+
 build-all: $(ALL_TARGETS)
 
 deps: $(DEPS_STAMP)
 $(DEPS_STAMP): scripts/deps
 	@mkdir -p $(dir $@)
-	scripts/deps
+	$(Q)scripts/deps
 	@touch $@
 
 test: build-all $(TEST_BINS)
-	scripts/run-tests $(TEST_BINS)
+	$(Q)scripts/run-tests $(TEST_BINS)
 
 # Sanitizer builds live in their own folders so they never mix with build/.
 test-sanitize:
-	$(MAKE) BUILD=build/asan SAN=address,undefined test lsan-selftest
-	$(MAKE) BUILD=build/tsan SAN=thread test-tsan
+	@echo "== ASan+UBSan: build/asan"
+	$(Q)$(MAKE) --no-print-directory BUILD=build/asan SAN=address,undefined test lsan-selftest
+	@echo "== ThreadSanitizer: build/tsan"
+	$(Q)$(MAKE) --no-print-directory BUILD=build/tsan SAN=thread test-tsan
 
 # A planted leak must fail scripts/run-tests under ASan (see tests/support/lsan_scope.c).
 LSAN_SELFTEST_BIN := $(BUILD)/tests/planted_leak
 $(LSAN_SELFTEST_BIN): tests/selftest/planted_leak.c $(LSAN_SCOPE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $< -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $< -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
 lsan-selftest: $(LSAN_SELFTEST_BIN)
 	@if scripts/run-tests $(LSAN_SELFTEST_BIN) >$(BUILD)/lsan-selftest.log 2>&1; then \
 	  echo "lsan-selftest: a planted leak passed scripts/run-tests" >&2; exit 1; fi
@@ -88,7 +110,7 @@ lsan-selftest: $(LSAN_SELFTEST_BIN)
 	@echo "lsan-selftest: a planted leak fails the run, as it must"
 
 test-tsan: build-all $(TSAN_TEST_BINS)
-	scripts/run-tests $(TSAN_TEST_BINS)
+	$(Q)scripts/run-tests $(TSAN_TEST_BINS)
 
 bench: build-all
 	@set -e; $(foreach c,$(BENCH_CMDS),$(c);)

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cudapool.h" /* the stats record only: nothing of cudapool is linked */
+
 #define BLOCK 256
 #define DIAG_BLOCKS 128
 
@@ -118,6 +120,21 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Whether cudapool serves this process's cudaMalloc: loaded (LD_PRELOAD)
+ * and not disabled. Its stats call answers only when its pool is on, which a
+ * symbol lookup alone cannot tell (CUDAPOOL_DISABLE=1 keeps the library
+ * loaded). Reached through dlsym: the program runs the same without it. */
+static int served_by_cudapool(void) {
+  typedef int (*stats_fn)(int, cudapool_stats_t *);
+  stats_fn stats = (stats_fn)dlsym(RTLD_DEFAULT, "cudapool_stats");
+  if (stats == NULL) return 0;
+  cudapool_stats_t s;
+  memset(&s, 0, sizeof s);
+  s.size = sizeof s;
+  s.version = CUDAPOOL_STATS_VERSION;
+  return stats(0, &s) == 0;
+}
+
 int main(int argc, char **argv) {
   int n = 1024, steps = 2000;
   setvbuf(stdout, NULL, _IOLBF, 0); /* keep our lines before any exit report */
@@ -132,10 +149,14 @@ int main(int argc, char **argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   int fake = strcmp(prop.name, "cudapool fake device") == 0;
-  int pooled = dlsym(RTLD_DEFAULT, "cudapool_version") != NULL;
+  int pooled = served_by_cudapool();
+  int loaded = dlsym(RTLD_DEFAULT, "cudapool_version") != NULL;
   int diags = steps / diag_every;
   printf("legacy_app: %dx%d grid, %d steps on \"%s\", cudaMalloc from %s\n", n, n, steps,
-         prop.name, pooled ? "cudapool" : "the CUDA runtime");
+         prop.name,
+         pooled   ? "cudapool"
+         : loaded ? "the CUDA runtime (cudapool loaded but disabled: every call passed through)"
+                  : "the CUDA runtime");
   printf("legacy_app: %d cudaMalloc/cudaFree pairs (2 per step, 2 per diagnostic every %d "
          "steps)\n",
          2 * steps + 2 * diags, diag_every);

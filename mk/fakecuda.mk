@@ -24,35 +24,36 @@ FAKECU_CFLAGS := $(CFLAGS_BASE) -fvisibility=default $(CUDA_INC)
 
 $(BUILD)/tests/fakes/cuda/%.o: tests/fakes/cuda/%.c $(wildcard tests/fakes/cuda/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKECU_CFLAGS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(FAKECU_CFLAGS) -c $< -o $@
 
 # -Bsymbolic: the fake's own addresses (cuGetProcAddress's table, fakecu_entry)
 # stay its own when a preloaded library defines the same names.
 $(FAKECU_LIB): $(FAKECU_OBJS) tests/fakes/cuda/exports.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS_BASE) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
+	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic \
 	  -Wl,--version-script=tests/fakes/cuda/exports.map -Wl,-z,defs -o $@ $(FAKECU_OBJS)
 
 $(FAKECU_LINK): $(FAKECU_LIB)
-	ln -sf libcuda.so.1 $@
+	$(call say,LN,$@)ln -sf libcuda.so.1 $@
 
 # Its dlopen("libcuda.so.1") searches its own RUNPATH: the fake next door.
 $(THINRT_LIB): tests/fakes/cuda/thinrt.c tests/fakes/cuda/thinrt.map | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKECU_CFLAGS) -shared -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN/..' \
+	$(call say,LD,$@)$(CC) $(FAKECU_CFLAGS) -shared -Wl,-soname,libcudart.so.13 -Wl,-rpath,'$$ORIGIN/..' \
 	  -Wl,--version-script=tests/fakes/cuda/thinrt.map -Wl,-z,defs -o $@ $< -ldl $(LDFLAGS_BASE)
 
 $(THINRT_LINK): $(THINRT_LIB)
-	ln -sf libcudart.so.13 $@
+	$(call say,LN,$@)ln -sf libcudart.so.13 $@
 
 $(DRVTARGET_LIB): tests/fakes/cuda/drvtarget.c
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKECU_CFLAGS) -shared -o $@ $< $(LDFLAGS_BASE)
+	$(call say,LD,$@)$(CC) $(FAKECU_CFLAGS) -shared -o $@ $< $(LDFLAGS_BASE)
 
 # libdrvnext needs libdrvtarget, found next to it ($ORIGIN).
 $(DRVNEXT_LIB): tests/fakes/cuda/drvnext.c $(DRVTARGET_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(FAKECU_CFLAGS) -shared -o $@ $< -L$(FAKECU_DIR) -Wl,--no-as-needed -ldrvtarget -Wl,--as-needed -Wl,-rpath,'$$ORIGIN' -ldl \
+	$(call say,LD,$@)$(CC) $(FAKECU_CFLAGS) -shared -o $@ $< -L$(FAKECU_DIR) -Wl,--no-as-needed \
+	  -ldrvtarget -Wl,--as-needed -Wl,-rpath,'$$ORIGIN' -ldl \
 	  $(LDFLAGS_BASE)
 
 # Programs: the driver is found through the program's RUNPATH, as a
@@ -68,7 +69,8 @@ DRV_LINK_drv_next   := -rdynamic
 $(BUILD)/progs/drv_%: tests/programs/driver/drv_%.c $(wildcard tests/programs/driver/*.h) tests/support/pool_probe.h \
                       include/cudapool.h tests/fakes/cuda/fakecu.h $(FAKECU_LINK) $(THINRT_LINK) $(DRVNEXT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Ishim -Itests/fakes/cuda $(TEST_INC) $< -o $@ $(DRV_LINK_drv_$*) \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Ishim -Itests/fakes/cuda $(TEST_INC) $< -o $@ \
+	  $(DRV_LINK_drv_$*) \
 	  -Wl,-rpath,$(abspath $(FAKECU_DIR)) -ldl $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(FAKECU_LIB) $(FAKECU_LINK) $(THINRT_LIB) $(THINRT_LINK) $(DRVNEXT_LIB) $(DRVTARGET_LIB) \

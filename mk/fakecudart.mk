@@ -13,15 +13,16 @@ FAKECUDART_LINK := $(FAKECUDART_DIR)/libcudart.so
 # version script, not visibility, decides what is exported.
 $(BUILD)/tests/fakes/cudart/%.o: tests/fakes/cudart/%.c $(wildcard tests/fakes/cudart/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -fvisibility=default -D__CUDA_API_VERSION_INTERNAL $(CUDA_INC) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -fvisibility=default -D__CUDA_API_VERSION_INTERNAL $(CUDA_INC) \
+	  -c $< -o $@
 
 $(FAKECUDART_LIB): $(FAKECUDART_OBJS) tests/fakes/cudart/exports.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS_BASE) -Wl,-soname,libcudart.so.13 \
+	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,-soname,libcudart.so.13 \
 	  -Wl,--version-script=tests/fakes/cudart/exports.map -Wl,-z,defs -o $@ $(FAKECUDART_OBJS)
 
 $(FAKECUDART_LINK): $(FAKECUDART_LIB)
-	ln -sf libcudart.so.13 $@
+	$(call say,LN,$@)ln -sf libcudart.so.13 $@
 
 # Test programs: plain C against the toolkit headers, linked to the fake.
 # PROG_CFLAGS_<name> adds flags for one program.
@@ -38,13 +39,14 @@ PROG_LINK_reload := -ldl
 $(BUILD)/progs/%: tests/programs/runtime/%.c $(wildcard tests/programs/runtime/*.h) tests/support/pool_probe.h \
                   include/cudapool.h $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakes/cudart $(TEST_INC) $< -o $@ \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakes/cudart \
+	  $(TEST_INC) $< -o $@ \
 	  $(or $(PROG_LINK_$*),$(PROGS_LINK)) $(LDFLAGS_BASE)
 
 $(BUILD)/progs/reload: $(RELOAD_PLUGIN)
 $(RELOAD_PLUGIN): tests/programs/runtime/plugin/reload_plugin.c $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -shared $< -o $@ -L$(FAKECUDART_DIR) -lcudart \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -shared $< -o $@ -L$(FAKECUDART_DIR) -lcudart \
 	  -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -Wl,-z,defs $(LDFLAGS_BASE)
 
 # An nvcc-built program (-cudart shared) proves the fake serves what nvcc's
@@ -54,7 +56,8 @@ ifneq ($(wildcard $(NVCC)),)
 PROGS_BINS += $(BUILD)/progs/kernel
 $(BUILD)/progs/kernel: tests/programs/runtime/kernel.cu $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
-	$(NVCC) -cudart shared -o $@ $< -L$(FAKECUDART_DIR) -Xlinker -rpath,$(abspath $(FAKECUDART_DIR))
+	$(call say,NVCC,$@)$(NVCC) -cudart shared -o $@ $< -L$(FAKECUDART_DIR) -Xlinker \
+	  -rpath,$(abspath $(FAKECUDART_DIR))
 endif
 
 # Integration tests: tests/integration/<layer>/*.c (runtime/ over the fake
@@ -74,11 +77,13 @@ SHIM_IT_LDFLAGS := $(filter-out -fsanitize=thread,$(LDFLAGS_BASE))
 
 $(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT_HDRS) include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
+	$(call say,CC,$@)$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ \
+	  $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
 
 $(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT_HDRS) include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o $@ $(CRITERION_LINK) \
+	$(call say,CC,$@)$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o \
+	  $@ $(CRITERION_LINK) \
 	  $(SHIM_IT_LDFLAGS)
 
 ALL_TARGETS += $(FAKECUDART_LIB) $(FAKECUDART_LINK) $(PROGS_BINS) $(RELOAD_PLUGIN)

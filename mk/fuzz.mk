@@ -15,7 +15,7 @@ FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
 
 $(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard shim/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -Iinclude -Ishim $(FUZZ_SRCS) -o $@
+	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_FLAGS) -Iinclude -Ishim $(FUZZ_SRCS) -o $@
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BIN)

@@ -37,29 +37,29 @@ GPU_STATIC_BINS := $(patsubst tests/gpu/%.cu,$(GPU_STATIC_DIR)/tests/%,$(wildcar
 
 ifneq ($(NVCC_FOUND),)
 
-$(DEMO_BIN): demo/legacy_app.cu
+$(DEMO_BIN): demo/legacy_app.cu include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(DEMO_ARCH) $< -o $@ $(NVCC_LDFLAGS)
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) $(DEMO_ARCH) -Iinclude $< -o $@ $(NVCC_LDFLAGS)
 
 $(BUILD)/gpu/tests/%: tests/gpu/%.cu $(GPU_COMMON_HDR)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ $(NVCC_LDFLAGS)
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ $(NVCC_LDFLAGS)
 
 $(BUILD)/gpu/bench/%: bench/gpu/%.cu $(GPU_COMMON_HDR)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ $(NVCC_LDFLAGS)
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ $(NVCC_LDFLAGS)
 
 $(GPU_STATIC_DIR)/tests/%: tests/gpu/%.cu $(GPU_COMMON_HDR)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@
 
 $(GPU_STATIC_DIR)/bench/%: bench/gpu/%.cu $(GPU_COMMON_HDR)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@
 
 $(GPU_STATIC_DIR)/tests/cublas_ws: tests/gpu/driver/cublas_ws.cu $(GPU_COMMON_HDR)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ -lcublas \
+	$(call say,NVCC,$@)$(NVCC) $(NVCCFLAGS) $(NVCC_ARCH) -Itests/gpu $< -o $@ -lcublas \
 	  -Xlinker --enable-new-dtags -Xlinker -rpath=$(CUDA_HOME)/lib64
 
 ALL_TARGETS += $(DEMO_BIN)

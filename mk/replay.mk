@@ -12,11 +12,11 @@ TRACE_OBJ := $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o
 
 $(BUILD)/tools/replay/%.o: tools/replay/%.c tools/replay/replay.h $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Icore -Ishim -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -Ishim -c $< -o $@
 
 $(REPLAY_BIN): $(REPLAY_OBJS) $(REPLAY_SHIM_OBJS) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_BASE) -o $@ $^ -lz
+	$(call say,LD,$@)$(CC) $(LDFLAGS_BASE) -o $@ $^ -lz
 
 # Tests: tests/unit/replay/*.c, one Criterion binary (parser, loader, replay,
 # the command line, the plot script).
@@ -25,7 +25,8 @@ REPLAY_TEST_BIN  := $(BUILD)/tests/unit_replay_tests
 $(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/support/*.h) $(REPLAY_LIB_OBJS) \
                     $(REPLAY_SHIM_OBJS) $(CORE_LIB) $(REPLAY_BIN)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(TEST_INC) $(REPLAY_TEST_SRCS) $(REPLAY_LIB_OBJS) \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(TEST_INC) $(REPLAY_TEST_SRCS) \
+	  $(REPLAY_LIB_OBJS) \
 	  $(REPLAY_SHIM_OBJS) $(CORE_LIB) -o $@ $(CRITERION_LINK) -lz $(LDFLAGS_BASE)
 
 # The recorder's unit test (tests/unit/shim/trace.c, in the shim's unit
@@ -40,14 +41,14 @@ endif
 TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
 $(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
 
 # The recorder's threads again as a plain program: Criterion cannot start
 # under ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.
 TRACE_TSAN_BIN := $(BUILD)/tests/trace_threads_tsan
 $(TRACE_TSAN_BIN): tests/unit/shim/trace_threads_tsan.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(REPLAY_BIN) $(REPLAY_TEST_BIN) $(TRACE_BENCH_BIN) $(TRACE_TSAN_BIN)
 TEST_BINS += $(REPLAY_TEST_BIN) $(TRACE_TSAN_BIN)
@@ -63,7 +64,8 @@ FUZZ_TRACE_BIN := $(BUILD)/fuzz/fuzz_trace_parse
 FUZZ_TRACE_SRCS := tests/fuzz/fuzz_trace_parse.c tools/replay/parse.c tools/replay/load.c
 $(FUZZ_TRACE_BIN): $(FUZZ_TRACE_SRCS) tools/replay/replay.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer \
+	$(call say,CC,$@)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
+	  -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -Iinclude -Icore -Ishim -Itools/replay $(FUZZ_TRACE_SRCS) -o $@ -lz
 FUZZ_TARGETS += $(FUZZ_TRACE_BIN)

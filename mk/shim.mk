@@ -5,13 +5,13 @@ SHIM_LIB  := $(BUILD)/libcudapool.so
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -c $< -o $@
 
 # Unversioned exports (anonymous version node): they interpose libcudart's
 # versioned references such as cudaMalloc@libcudart.so.13.
 $(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
+	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
 	  -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
 
 # Unit tests of shim modules that need no CUDA at run time (options, parse,
@@ -26,7 +26,8 @@ SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
 $(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -Itools/replay $(TEST_INC) $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -Itools/replay $(TEST_INC) \
+	  $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) \
 	  $(SHIM_UNIT_EXTRA) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(SHIM_LIB)

@@ -8,12 +8,17 @@
 #include "api.h"
 #include "device.h"
 #include "real.h"
+#include "report.h"
 #include "serve.h"
 #include "shim.h"
 
 void cp_print_report(FILE *out, cp_format_t format);
 
 CP_EXPORT int cudapool_version(void) { return CUDAPOOL_VERSION; }
+
+/* The version as text in the library file, what(1)-style: scripts/cudapool
+ * --version reads it from the library it would preload, without loading it. */
+__attribute__((used)) static const char version_tag[] = "@(#)cudapool " CP_VERSION_TEXT;
 
 static cp_pool_t *pool_of(int device) {
   cp_device_t *dev = cp_device(device);

@@ -6,18 +6,21 @@
  * End (destructor): flush the trace and print the exit report when
  * CUDAPOOL_STATS asks, with no CUDA call (the runtime may already be
  * unloading); the pools are left to the process's end, as cudaFree at exit
- * would only slow it down. Which files, and what
- * happens when one cannot be written: outputs.c. */
+ * would only slow it down. Which files, and what happens when one cannot be
+ * written: outputs.c. A SIGTERM that came in while the program was exiting
+ * ends it after the report (sigterm.c). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device.h"
 #include "outputs.h"
 #include "real.h"
 #include "report.h"
 #include "shim.h"
+#include "sigterm.h"
 
 cp_options_t cp_opts;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -50,14 +53,12 @@ void cp_print_report(FILE *out, cp_format_t format) {
     cp_report_json(out, devs, n);
     return;
   }
-  char header[160], limit[48] = "none";
-  if (cp_opts.limit.percent > 0)
-    snprintf(limit, sizeof limit, "%g%% of device memory", cp_opts.limit.percent);
-  else if (cp_opts.limit.bytes)
-    snprintf(limit, sizeof limit, "%llu bytes", (unsigned long long)cp_opts.limit.bytes);
-  snprintf(header, sizeof header, "version %d.%d.%d, mode %s, limit %s", CUDAPOOL_VERSION_MAJOR,
-           CUDAPOOL_VERSION_MINOR, CUDAPOOL_VERSION_PATCH, mode_name(cp_opts.mode), limit);
+  char header[160];
+  cp_report_header(header, sizeof header, (long)getpid(), mode_name(cp_opts.mode), &cp_opts.limit);
   cp_report_text(out, devs, n, header);
 }
 
-__attribute__((destructor)) static void cudapool_end(void) { cp_outputs_end(); }
+__attribute__((destructor)) static void cudapool_end(void) {
+  cp_outputs_end();
+  cp_sigterm_after_exit_report();
+}

@@ -36,10 +36,14 @@ typedef struct cp_option_desc {
   cp_opt_kind_t kind;
   size_t offset;        /* of the field in cp_options_t */
   const char *def;      /* the default, in the accepted form */
-  const char *def_says; /* the default as the warning names it */
+  const char *then;     /* what the warning says happens instead: the default, in words */
   const char *accepted; /* the accepted form, for the warning */
   const char *doc;      /* one line for CUDAPOOL_VERBOSE */
 } cp_option_desc_t;
+
+/* What a warning says after a bad value. The limit's says it loudly: a job
+ * that asked for one and runs without it can take the whole device. */
+#define DEFAULT_IS(x) "using the default (" x ")"
 
 /* Index = enum value. */
 static const char *const mode_words[] = {"auto", "sync", "unsafe-immediate"};
@@ -50,30 +54,31 @@ static const char *const layer_words[] = {"both", "runtime", "driver"};
 #define PATH_FORM "a file path of at most 4095 bytes once %p is replaced by the pid"
 
 static const cp_option_desc_t cp_option_table[] = {
-    {"CUDAPOOL_LIMIT", CP_OPT_SIZE_PCT, offsetof(cp_options_t, limit), "0", "no limit",
+    {"CUDAPOOL_LIMIT", CP_OPT_SIZE_PCT, offsetof(cp_options_t, limit), "0", "running WITHOUT a limit",
      SIZE_FORM ", or N% of device memory",
      "most bytes the pool may reserve per device; N% = share of device memory; 0 = no limit"},
-    {"CUDAPOOL_MAX_CACHED", CP_OPT_SIZE_PCT, offsetof(cp_options_t, max_cached), "0", "no cap",
+    {"CUDAPOOL_MAX_CACHED", CP_OPT_SIZE_PCT, offsetof(cp_options_t, max_cached), "0", DEFAULT_IS("no cap"),
      SIZE_FORM ", or N% of device memory",
      "most free bytes kept cached per device before segments go back to the driver; 0 = no cap"},
-    {"CUDAPOOL_MAX_SPLIT", CP_OPT_SIZE, offsetof(cp_options_t, max_split), "0", "no limit", SIZE_FORM,
-     "cached blocks of at least this size are never split for a smaller request; 0 = no limit"},
-    {"CUDAPOOL_MODE", CP_OPT_MODE, offsetof(cp_options_t, mode), "auto", "auto",
+    {"CUDAPOOL_MAX_SPLIT", CP_OPT_SIZE, offsetof(cp_options_t, max_split), "0", DEFAULT_IS("no limit"),
+     SIZE_FORM, "cached blocks of at least this size are never split for a smaller request; 0 = no limit"},
+    {"CUDAPOOL_MODE", CP_OPT_MODE, offsetof(cp_options_t, mode), "auto", DEFAULT_IS("auto"),
      "auto, sync or unsafe-immediate",
      "when freed memory is reused: auto = as soon as it is safe, sync = cudaFree synchronises "
      "the device, unsafe-immediate = at once, for single-stream programs only"},
-    {"CUDAPOOL_STATS", CP_OPT_STATS, offsetof(cp_options_t, stats), "0", "off",
+    {"CUDAPOOL_STATS", CP_OPT_STATS, offsetof(cp_options_t, stats), "0", DEFAULT_IS("off"),
      "0 or off, 1 or stderr, or " PATH_FORM,
      "print the exit report: 0 = off, 1 = stderr, else to this file, %p = pid"},
-    {"CUDAPOOL_STATS_FORMAT", CP_OPT_FORMAT, offsetof(cp_options_t, stats_format), "text", "text",
+    {"CUDAPOOL_STATS_FORMAT", CP_OPT_FORMAT, offsetof(cp_options_t, stats_format), "text", DEFAULT_IS("text"),
      "text or json", "format of the exit report: text = a table, or json"},
-    {"CUDAPOOL_DISABLE", CP_OPT_BOOL, offsetof(cp_options_t, disable), "0", "0: pooling on",
+    {"CUDAPOOL_DISABLE", CP_OPT_BOOL, offsetof(cp_options_t, disable), "0", DEFAULT_IS("0: pooling on"),
      "1/true/on/yes or 0/false/off/no", "1 = pass every call through to CUDA unchanged, no pool"},
-    {"CUDAPOOL_VERBOSE", CP_OPT_BOOL, offsetof(cp_options_t, verbose), "0", "0: quiet",
+    {"CUDAPOOL_VERBOSE", CP_OPT_BOOL, offsetof(cp_options_t, verbose), "0", DEFAULT_IS("0: quiet"),
      "1/true/on/yes or 0/false/off/no", "1 = print the options in effect at start"},
-    {"CUDAPOOL_TRACE", CP_OPT_TRACE, offsetof(cp_options_t, trace), "0", "off", "0 or off, or " PATH_FORM,
-     "write a trace of every allocation and free to this file, %p = pid; 0 = off"},
-    {"CUDAPOOL_LAYER", CP_OPT_LAYER, offsetof(cp_options_t, layer), "both", "both", "runtime, driver or both",
+    {"CUDAPOOL_TRACE", CP_OPT_TRACE, offsetof(cp_options_t, trace), "0", DEFAULT_IS("off"),
+     "0 or off, or " PATH_FORM, "write a trace of every allocation and free to this file, %p = pid; 0 = off"},
+    {"CUDAPOOL_LAYER", CP_OPT_LAYER, offsetof(cp_options_t, layer), "both", DEFAULT_IS("both"),
+     "runtime, driver or both",
      "layer that serves allocations: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both; frees "
      "and bookkeeping stay at both"},
 };
@@ -155,8 +160,7 @@ static void warn_bad(FILE *warn, const cp_option_desc_t *d, const char *value) {
   if (warn == NULL) return;
   fprintf(warn, "cudapool: warning: %s=\"", d->name);
   cp_put_escaped(warn, value, 64);
-  fprintf(warn, "\" is not %s (accepted: %s); using the default (%s)\n", kind_what[d->kind], d->accepted,
-          d->def_says);
+  fprintf(warn, "\" is not %s (accepted: %s); %s\n", kind_what[d->kind], d->accepted, d->then);
   fflush(warn);
 }
 
@@ -195,6 +199,8 @@ void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name),
 size_t cp_option_count(void) { return NOPTS; }
 
 const char *cp_option_name(size_t i) { return i < NOPTS ? cp_option_table[i].name : NULL; }
+
+const char *cp_option_accepted(size_t i) { return i < NOPTS ? cp_option_table[i].accepted : NULL; }
 
 static const char *word_of(const char *const *words, int n, int v) {
   return (v >= 0 && v < n) ? words[v] : NULL;

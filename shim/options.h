@@ -58,9 +58,9 @@ typedef struct cp_options {
 /* Fill *out from the environment through get (NULL = cp_options_getenv). A
  * bad value prints exactly one line to warn (NULL = print nothing), e.g.
  *   cudapool: warning: CUDAPOOL_LIMIT="12Q" is not a size (accepted: bytes
- *   with optional K/M/G/T suffix, or N% of device memory); using the default
- *   (no limit)
- * (one line; wrapped here)
+ *   with optional K/M/G/T suffix, or N% of device memory); running WITHOUT a
+ *   limit
+ * (one line; wrapped here; the other options say "using the default (...)")
  * and keeps the default. In a secure-execution process (cp_secure_exec())
  * it is cp_options_load_as(..., true). */
 void cp_options_load(cp_options_t *out, const char *(*get)(const char *name), FILE *warn);
@@ -88,6 +88,9 @@ const char *cp_options_getenv(const char *name);
 size_t cp_option_count(void);
 /* "CUDAPOOL_LIMIT"; NULL when i is out of range. */
 const char *cp_option_name(size_t i);
+/* The accepted form a warning names ("auto, sync or unsafe-immediate"), which
+ * the launcher's refusals must name too; NULL when i is out of range. */
+const char *cp_option_accepted(size_t i);
 /* The value of option i in opts as cp_options_print shows it. 0, or -1 when
  * i is out of range or buf is too small. */
 int cp_option_format(const cp_options_t *opts, size_t i, char *buf, size_t cap);

@@ -3,11 +3,14 @@
  *
  * The report is formatted into memory first and written with one
  * cp_outfile_write, so a failed write still has the whole text to send to
- * stderr. Invariant: at most one warning per output per process. */
+ * stderr. Invariants: at most one warning per output per process; at most
+ * one report, from whichever comes first, the exit or the SIGTERM reporter
+ * (sigterm.c); the other waits for it. */
 #include "outputs.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +19,12 @@
 #include "device.h"
 #include "outfile.h"
 #include "shim.h"
+#include "sigterm.h"
 #include "trace.h"
 
 #define SHOWN_MAX 256 /* bytes of a value or a path a warning shows */
+
+static pthread_once_t end_once = PTHREAD_ONCE_INIT; /* one report, at exit or on SIGTERM */
 
 /* cudapool: warning: NAME="VALUE" (PATH) cannot be written: REASON; AFTER */
 static void warn_file(const char *name, const char *value, const char *path, const char *what, int err,
@@ -43,6 +49,7 @@ static void trace_path(char *path, size_t cap) {
 }
 
 void cp_outputs_start(void) {
+  cp_sigterm_arm();
   if (!cp_opts.trace[0]) return;
   int err = cp_trace_open(cp_opts.trace);
   if (err == 0) return;
@@ -81,9 +88,7 @@ static int report_to(int fd) {
   return err != 0 ? err : cerr;
 }
 
-void cp_outputs_end(void) {
-  /* A process that made no CUDA call, or used no device, says nothing. */
-  if (!cp_shim_active()) return;
+static void end_outputs(void) {
   if (cp_device_stats_all(NULL, 0) == 0) {
     close_trace();
     return;
@@ -102,4 +107,12 @@ void cp_outputs_end(void) {
               err, "the report goes to stderr");
   }
   cp_print_report(stderr, cp_opts.stats_format);
+}
+
+void cp_outputs_end(void) {
+  /* A process that made no CUDA call, or used no device, says nothing. The
+   * child of a fork() is inactive (layer.c), so a parent's end_once caught
+   * half way never stops it. */
+  if (!cp_shim_active()) return;
+  pthread_once(&end_once, end_outputs);
 }

@@ -14,7 +14,10 @@
  *     warning at exit;
  *   - every warning is one line naming the variable, its value (escaped) and
  *     the file when %p made it differ, the reason and what happens instead.
- * Called once each, from init.c; never from an allocation path. */
+ *   - a process stopped by SIGTERM writes both as at exit (sigterm.h).
+ * cp_outputs_start is called once, from layer.c; cp_outputs_end from
+ * init.c's destructor and from sigterm.c's thread (it writes once); never
+ * from an allocation path. */
 #ifndef CUDAPOOL_SHIM_OUTPUTS_H
 #define CUDAPOOL_SHIM_OUTPUTS_H
 
@@ -22,9 +25,11 @@
 
 #include "options.h"
 
-/* At start, once the options are loaded: open the trace if asked. */
+/* At start, once the options are loaded: open the trace if asked, arm the
+ * SIGTERM report (sigterm.h). */
 void cp_outputs_start(void);
-/* At exit: close the trace, write the report if asked. No CUDA call. */
+/* At exit or on SIGTERM: close the trace, write the report if asked, once;
+ * a second caller waits for the first. No CUDA call. */
 void cp_outputs_end(void);
 
 /* The exit report of every device used, text or JSON (init.c). */

@@ -11,11 +11,6 @@
 
 #include "parse.h"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define VERSION_TEXT \
-  STR(CUDAPOOL_VERSION_MAJOR) "." STR(CUDAPOOL_VERSION_MINOR) "." STR(CUDAPOOL_VERSION_PATCH)
-
 static uint64_t nonneg(int64_t v) { return v > 0 ? (uint64_t)v : 0; }
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
@@ -24,8 +19,9 @@ static void human(uint64_t bytes, char *buf, size_t cap) {
   if (cp_format_size_human(bytes, buf, cap) == 0) snprintf(buf, cap, "?");
 }
 
-/* num / den as a percentage with one decimal, "-" when den is 0. */
-static void percent(uint64_t num, uint64_t den, char *buf, size_t cap) {
+/* num / den as a percentage with one decimal, rounded to nearest; "-" when
+ * den is 0. */
+static void percent_rounded(uint64_t num, uint64_t den, char *buf, size_t cap) {
   size_t n;
   if (den == 0 ||
       (n = cp_format_decimal((long double)num * 100.0L / (long double)den, 1, 1, buf, cap)) == 0 ||
@@ -37,6 +33,18 @@ static void percent(uint64_t num, uint64_t den, char *buf, size_t cap) {
   buf[n + 1] = '\0';
 }
 
+/* num / den (num <= den) as a percentage with one decimal, rounded DOWN, so
+ * that a hit rate reads "100.0%" only when there was no miss; "-" when den is
+ * 0. Exact: integers only. */
+static void percent_floor(uint64_t num, uint64_t den, char *buf, size_t cap) {
+  if (den == 0 || num > den) {
+    snprintf(buf, cap, "-");
+    return;
+  }
+  unsigned permille = (unsigned)((unsigned __int128)num * 1000u / den);
+  snprintf(buf, cap, "%u.%u%%", permille / 10u, permille % 10u);
+}
+
 /* Driver calls the pool saved the program; negative when it made more than
  * the program asked for (a trimmed cache being refilled). */
 static void calls_saved(const cudapool_stats_t *s, char *buf, size_t cap) {
@@ -46,6 +54,26 @@ static void calls_saved(const cudapool_stats_t *s, char *buf, size_t cap) {
     snprintf(buf, cap, "%" PRIu64, asked - made);
   else
     snprintf(buf, cap, "-%" PRIu64, made - asked);
+}
+
+size_t cp_report_header(char *buf, size_t cap, long pid, const char *mode, const cp_size_opt_t *limit) {
+  char lim[48] = "none";
+  size_t n;
+  if (buf == NULL || cap == 0) return 0;
+  if (limit != NULL && limit->percent > 0.0) {
+    n = cp_format_decimal(limit->percent, 6, 0, lim, sizeof lim);
+    if (n == 0 || snprintf(lim + n, sizeof lim - n, "%% of device memory") >= (int)(sizeof lim - n))
+      snprintf(lim, sizeof lim, "?");
+  } else if (limit != NULL && limit->bytes != 0) {
+    human(limit->bytes, lim, sizeof lim);
+  }
+  int w = snprintf(buf, cap, "process %ld, version " CP_VERSION_TEXT ", mode %s, limit %s", pid,
+                   mode != NULL ? mode : "?", lim);
+  if (w < 0 || (size_t)w >= cap) {
+    buf[0] = '\0';
+    return 0;
+  }
+  return (size_t)w;
 }
 
 #define ROW_FMT "cudapool: %3s  %11s  %13s  %6s  %10s  %10s  %8s  %11s  %7s  %5s  %12s\n"
@@ -68,10 +96,10 @@ void cp_report_text(FILE *out, const cudapool_stats_t *devs, int ndevs, const ch
     snprintf(dev, sizeof dev, "%d", (int)s->device);
     human(nonneg(s->allocated_bytes.peak), alloc, sizeof alloc);
     human(nonneg(s->reserved_bytes.peak), reserved, sizeof reserved);
-    percent(nonneg(s->allocated_bytes.peak), nonneg(s->reserved_bytes.peak), util, sizeof util);
+    percent_rounded(nonneg(s->allocated_bytes.peak), nonneg(s->reserved_bytes.peak), util, sizeof util);
     snprintf(hits, sizeof hits, "%" PRIu64, s->hits);
     snprintf(misses, sizeof misses, "%" PRIu64, s->misses);
-    percent(s->hits, sat_add(s->hits, s->misses), rate, sizeof rate);
+    percent_floor(s->hits, sat_add(s->hits, s->misses), rate, sizeof rate);
     calls_saved(s, saved, sizeof saved);
     snprintf(retries, sizeof retries, "%" PRIu64, s->num_alloc_retries);
     snprintf(ooms, sizeof ooms, "%" PRIu64, s->num_ooms);
@@ -103,7 +131,7 @@ static void json_device(FILE *out, const cudapool_stats_t *s) {
 void cp_report_json(FILE *out, const cudapool_stats_t *devs, int ndevs) {
   if (out == NULL) return;
   if (devs == NULL || ndevs < 0) ndevs = 0;
-  fputs("{\"version\":\"" VERSION_TEXT "\",\"devices\":[", out);
+  fputs("{\"version\":\"" CP_VERSION_TEXT "\",\"devices\":[", out);
   for (int i = 0; i < ndevs; i++) {
     if (i > 0) fputc(',', out);
     json_device(out, &devs[i]);

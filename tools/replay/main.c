@@ -3,14 +3,18 @@
  *   cudapool-replay TRACE [pool options] [--json] [--compare "OPTS"]...
  *                   [--find-limit] [--on-error=skip|stop] [--timeline FILE]
  *
- * Owns argument parsing (one table of pool options, read the same way on the
- * command line and inside each --compare string, "--name VALUE" or
- * "--name=VALUE") and the exit status: 0 done, 1 usage or I/O error, 2 bad
- * input with --on-error=stop. Sizes use the CUDAPOOL_* syntax (shim/parse.c:
- * 512, 64K, 1.5G, 8GiB). */
+ * Owns argument parsing (getopt_long, one table of pool options read the
+ * same way on the command line and inside each --compare string, "--name
+ * VALUE" or "--name=VALUE", unambiguous prefixes accepted) and the exit
+ * status: 0 done; 1 an I/O error, or the pool refused the options; 2 a usage
+ * error (an unknown or ambiguous option, a missing or bad value: the message
+ * names the option), bad input with --on-error=stop, or a trace with no
+ * allocation to replay. Sizes use the CUDAPOOL_* syntax (shim/parse.c: 512,
+ * 64K, 1.5G, 8GiB). */
 #include "replay.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +46,10 @@ static const char usage[] =
     "  --timeline FILE           per-event CSV: time,allocated,reserved,largest_free,marker\n"
     "  --repeat N                timed runs, best kept (default 5)\n"
     "input:\n"
-    "  --on-error=skip|stop      bad lines: report and skip (default), or stop with status 2\n";
+    "  --on-error=skip|stop      bad lines: report and skip (default), or stop with status 2\n"
+    "  -h, --help                this text\n"
+    "Exit status: 0 done, 1 I/O error or options the pool refused, 2 usage error, bad input\n"
+    "with --on-error=stop, or a trace with no allocation to replay.\n";
 
 typedef struct cli {
   const char *trace;
@@ -129,77 +136,118 @@ static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
   }
 }
 
-/* Options of one argv. in_compare: only pool options are allowed. Returns 0
- * or -1 (message printed). */
-static int parse(int argc, char **argv, rp_opts_t *o, cli_t *cli, bool in_compare) {
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-      if (in_compare || cli->trace != NULL || (a[0] == '-' && a[1] != '\0')) {
-        fprintf(stderr, PROG ": unexpected argument '%s'\n", a);
-        return -1;
-      }
-      cli->trace = a;
-      continue;
-    }
-    const char *name = a + 2, *eq = strchr(name, '=');
-    size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-    const char *value = eq ? eq + 1 : NULL;
-#define IS(s) (nlen == strlen(s) && strncmp(name, s, nlen) == 0)
-    bool flag = IS("json") || IS("find-limit") || IS("help");
-    if (!flag && value == NULL) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, PROG ": --%.*s needs a value\n", (int)nlen, name);
-        return -1;
-      }
-      value = argv[++i];
-    }
-    size_t k;
-    for (k = 0; k < sizeof popts / sizeof popts[0]; k++)
-      if (IS(popts[k].name)) break;
-    if (k < sizeof popts / sizeof popts[0]) {
-      if (set_popt(&popts[k], value, o) != 0) return -1;
-      continue;
-    }
-    if (in_compare) {
-      fprintf(stderr, PROG ": --compare: '--%.*s' is not a pool option\n", (int)nlen, name);
-      return -1;
-    }
-    if (IS("help")) {
-      fputs(usage, stdout);
-      exit(0);
-    } else if (IS("json")) {
-      cli->json = true;
-    } else if (IS("find-limit")) {
-      cli->find_limit = true;
-    } else if (IS("timeline")) {
-      cli->timeline = value;
-    } else if (IS("on-error")) {
-      if (strcmp(value, "skip") != 0 && strcmp(value, "stop") != 0)
-        return bad("on-error", value, "skip or stop");
-      cli->stop_on_error = strcmp(value, "stop") == 0;
-    } else if (IS("compare")) {
-      if (cli->ncompare == MAX_COMPARE) {
-        fprintf(stderr, PROG ": at most %d --compare\n", MAX_COMPARE);
-        return -1;
-      }
-      cli->compare[cli->ncompare++] = value;
+/* The options that are not pool options (command line only). */
+enum { O_JSON = 256, O_FIND_LIMIT, O_TIMELINE, O_ON_ERROR, O_COMPARE, O_POOL = 512 /* + index in popts */ };
+static const struct option cli_opts[] = {
+    {"json", no_argument, NULL, O_JSON},
+    {"find-limit", no_argument, NULL, O_FIND_LIMIT},
+    {"timeline", required_argument, NULL, O_TIMELINE},
+    {"on-error", required_argument, NULL, O_ON_ERROR},
+    {"compare", required_argument, NULL, O_COMPARE},
+    {"help", no_argument, NULL, 'h'},
+};
+#define NPOPTS (sizeof popts / sizeof popts[0])
+#define NCLI (sizeof cli_opts / sizeof cli_opts[0])
+
+/* getopt_long's table: the pool options, then (not in_compare) the others. */
+static void build_longopts(struct option *lo, bool in_compare) {
+  size_t n = 0;
+  for (size_t k = 0; k < NPOPTS; k++)
+    lo[n++] = (struct option){popts[k].name, required_argument, NULL, O_POOL + (int)k};
+  for (size_t k = 0; !in_compare && k < NCLI; k++) lo[n++] = cli_opts[k];
+  lo[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+static const char *name_of(const struct option *lo, int val) {
+  for (; lo->name != NULL; lo++)
+    if (lo->val == val) return lo->name;
+  return "?";
+}
+
+/* What getopt_long refused (c is ':' or '?'), in a message naming it.
+ * glibc: optopt is the option's val when a value was missing or not
+ * allowed, the character of an unknown short option, and 0 for an unknown
+ * or ambiguous long one (argv[optind - 1] is then the argument). */
+static int refused(int c, char **argv, const struct option *lo, bool in_compare) {
+  const char *ctx = in_compare ? "--compare: " : "";
+  if (c == ':') {
+    fprintf(stderr, PROG ": %s--%s needs a value\n", ctx, name_of(lo, optopt));
+  } else if (optopt >= 256) {
+    fprintf(stderr, PROG ": %s--%s takes no value\n", ctx, name_of(lo, optopt));
+  } else if (optopt != 0) {
+    fprintf(stderr, PROG ": %sunknown option '-%c' (--help lists them)\n", ctx, optopt);
+  } else {
+    const char *arg = argv[optind - 1], *name = arg + 2, *eq = strchr(name, '=');
+    size_t nlen = eq ? (size_t)(eq - name) : strlen(name), matches = 0;
+    for (const struct option *o = lo; o->name != NULL; o++) matches += strncmp(o->name, name, nlen) == 0;
+    if (in_compare)
+      fprintf(stderr, PROG ": --compare: '%s' is not a pool option\n", arg);
+    else if (matches > 1) {
+      fprintf(stderr, PROG ": option '--%.*s' is ambiguous:", (int)nlen, name);
+      for (const struct option *o = lo; o->name != NULL; o++)
+        if (strncmp(o->name, name, nlen) == 0) fprintf(stderr, " --%s", o->name);
+      fputc('\n', stderr);
     } else {
       fprintf(stderr, PROG ": unknown option '--%.*s' (--help lists them)\n", (int)nlen, name);
+    }
+  }
+  return -1;
+}
+
+/* Options of one argv (argv[0] is not an argument). in_compare: only pool
+ * options are allowed, and no trace. Returns 0 or -1 (message printed). */
+static int parse(int argc, char **argv, rp_opts_t *o, cli_t *cli, bool in_compare) {
+  struct option lo[NPOPTS + NCLI + 1];
+  build_longopts(lo, in_compare);
+  opterr = 0;
+  optind = 0; /* glibc: start afresh, as each --compare string is a new argv */
+  int c;
+  while ((c = getopt_long(argc, argv, in_compare ? ":" : ":h", lo, NULL)) != -1) {
+    if (c == ':' || c == '?') return refused(c, argv, lo, in_compare);
+    if (c >= O_POOL) {
+      if (set_popt(&popts[c - O_POOL], optarg, o) != 0) return -1;
+      continue;
+    }
+    switch (c) {
+      case 'h': fputs(usage, stdout); exit(0);
+      case O_JSON: cli->json = true; break;
+      case O_FIND_LIMIT: cli->find_limit = true; break;
+      case O_TIMELINE: cli->timeline = optarg; break;
+      case O_ON_ERROR:
+        if (strcmp(optarg, "skip") != 0 && strcmp(optarg, "stop") != 0)
+          return bad("on-error", optarg, "skip or stop");
+        cli->stop_on_error = strcmp(optarg, "stop") == 0;
+        break;
+      case O_COMPARE:
+        if (cli->ncompare == MAX_COMPARE) {
+          fprintf(stderr, PROG ": at most %d --compare\n", MAX_COMPARE);
+          return -1;
+        }
+        cli->compare[cli->ncompare++] = optarg;
+        break;
+      default: return refused('?', argv, lo, in_compare); /* not reached */
+    }
+  }
+  /* getopt_long moved the arguments that are not options to the end. */
+  for (int i = optind; i < argc; i++) {
+    if (in_compare || cli->trace != NULL) {
+      fprintf(stderr, PROG ": %sunexpected argument '%s'\n", in_compare ? "--compare: " : "", argv[i]);
       return -1;
     }
-#undef IS
+    cli->trace = argv[i];
   }
   return 0;
 }
 
 /* Split a --compare string on blanks (no quoting needed: no value has one). */
 static int parse_compare(const char *s, rp_opts_t *o) {
-  char *copy = strdup(s), *save = NULL, *argv[64];
+  char *copy = strdup(s), *save = NULL, *argv[65], name[] = PROG " --compare";
   int argc = 0;
   if (copy == NULL) return -1;
+  argv[argc++] = name;
   for (char *w = strtok_r(copy, " \t", &save); w && argc < 64; w = strtok_r(NULL, " \t", &save))
     argv[argc++] = w;
+  argv[argc] = NULL;
   cli_t unused = {0};
   int rc = parse(argc, argv, o, &unused, true);
   free(copy);
@@ -251,18 +299,27 @@ int main(int argc, char **argv) {
   rp_opts_t o;
   cli_t cli = {0};
   rp_opts_default(&o);
-  if (parse(argc - 1, argv + 1, &o, &cli, false) != 0) return 1;
+  if (parse(argc, argv, &o, &cli, false) != 0) return 2;
   if (cli.trace == NULL) {
+    fputs(PROG ": no trace given\n", stderr);
     fputs(usage, stderr);
-    return 1;
+    return 2;
   }
   rp_opts_t copts[MAX_COMPARE + 1];
-  if (cli.ncompare > 0 && prepare_compare(&cli, &o, copts) != 0) return 1;
+  if (cli.ncompare > 0 && prepare_compare(&cli, &o, copts) != 0) return 2;
   rp_load_opts_t lo = {
       .name = cli.trace, .err = stderr, .stop_on_error = cli.stop_on_error, .max_messages = 20};
   rp_trace_t t;
   int rc = rp_load_file(cli.trace, &lo, &t);
-  if (rc != 0) return rc == 2 ? 2 : 1;
+  /* ENOENT is 2 too: bad input is the 2 with bad lines counted. */
+  if (rc != 0) return rc == 2 && t.errors > 0 ? 2 : 1;
+  /* An empty file, a wrong file, every line bad: no report of zeros. */
+  if (t.allocs == 0) {
+    fprintf(stderr, PROG ": %s: no allocation to replay (%zu lines, %zu of them bad)\n", cli.trace, t.lines,
+            t.errors);
+    rp_trace_free(&t);
+    return 2;
+  }
   if (cli.ncompare > 0) {
     rc = run_compare(&cli, &t, copts);
     rp_trace_free(&t);

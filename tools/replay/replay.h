@@ -112,8 +112,9 @@ typedef struct rp_load_opts {
 } rp_load_opts_t;
 
 /* 0: loaded (bad lines skipped and counted in t->errors); 2: a bad line with
- * stop_on_error; an errno when the file cannot be read or memory runs out
- * (message written). */
+ * stop_on_error (t->errors > 0: the counts stay after a failure); an errno
+ * when the file cannot be read or memory runs out (message written; ENOENT
+ * is 2 as well, with t->errors 0). */
 int rp_load_file(const char *path, const rp_load_opts_t *o, rp_trace_t *t);
 int rp_load_mem(const char *buf, size_t len, const rp_load_opts_t *o, rp_trace_t *t);
 void rp_trace_free(rp_trace_t *t);

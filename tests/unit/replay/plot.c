@@ -1,6 +1,7 @@
 /* plot.c: scripts/cudapool-plot end to end (replay --timeline, then
- * matplotlib). Skipped, with the reason, where matplotlib is not installed:
- * scripts/deps does not install it, the plot is a convenience. */
+ * matplotlib). Skipped, with the reason, where matplotlib is not installed
+ * (scripts/deps installs Debian's python3-matplotlib; scripts/run-tests
+ * lists a skip in its closing line). */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <string.h>

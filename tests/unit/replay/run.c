@@ -351,11 +351,11 @@ Test(cli, bad_input_and_bad_options) {
   cr_assert(eq(int, strncmp(out, want, strlen(want)), 0), "%s", out);
   free(out);
   snprintf(args, sizeof args, "%s --limit 12Q 2>&1", path);
-  cr_assert(eq(int, replay_cmd(args, &out), 1));
+  cr_assert(eq(int, replay_cmd(args, &out), 2), "a usage error");
   cr_assert(eq(str, out, "cudapool-replay: --limit: '12Q' is not a size (e.g. 8G) or none\n"));
   free(out);
   snprintf(args, sizeof args, "%s --compare '--json' 2>&1", path);
-  cr_assert(eq(int, replay_cmd(args, &out), 1));
+  cr_assert(eq(int, replay_cmd(args, &out), 2), "a usage error");
   cr_assert(eq(str, out, "cudapool-replay: --compare: '--json' is not a pool option\n"));
   free(out);
 }

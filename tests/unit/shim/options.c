@@ -383,8 +383,8 @@ Test(warnings, bad_limit_on_stderr, .init = cr_redirect_stderr) {
   got[n] = '\0';
   cr_assert(eq(str, got,
                "cudapool: warning: CUDAPOOL_LIMIT=\"12Q\" is not a size (accepted: bytes with "
-               "optional K/M/G/T suffix, or N% of device memory); using the default (no "
-               "limit)\n"));
+               "optional K/M/G/T suffix, or N% of device memory); running WITHOUT a "
+               "limit\n"));
   cr_assert(eq(u64, o.limit.bytes, 0));
   cr_assert(eq(dbl, o.limit.percent, 0.0));
 }
@@ -425,8 +425,8 @@ ParameterizedTestParameters(warnings, exact_text) {
       /* the value is escaped: one line whatever it holds */
       {"CUDAPOOL_LIMIT", "8\nG\"\\\x1b",
        "cudapool: warning: CUDAPOOL_LIMIT=\"8\\x0aG\\\"\\\\\\x1b\" is not a size (accepted: "
-       "bytes with optional K/M/G/T suffix, or N% of device memory); using the default (no "
-       "limit)\n"},
+       "bytes with optional K/M/G/T suffix, or N% of device memory); running WITHOUT a "
+       "limit\n"},
       /* and cut after 64 bytes */
       {"CUDAPOOL_MODE", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaz",
        "cudapool: warning: CUDAPOOL_MODE=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
