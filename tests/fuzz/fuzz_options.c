@@ -25,12 +25,12 @@
 #include "parse.h"
 #include "report.h"
 
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
+#define CHECK(cond)                                                  \
+  do {                                                               \
+    if (!(cond)) {                                                   \
       fprintf(stderr, "fuzz_options: property failed: %s\n", #cond); \
-      __builtin_trap();                                               \
-    }                                                                 \
+      __builtin_trap();                                              \
+    }                                                                \
   } while (0)
 
 #define MAX_OPTS 32

@@ -6,9 +6,8 @@
 
 static void *volatile planted;
 
-Test(selftest, leaks_on_purpose)
-{
-    planted = malloc(77);
-    planted = NULL;
-    cr_assert(1);
+Test(selftest, leaks_on_purpose) {
+  planted = malloc(77);
+  planted = NULL;
+  cr_assert(1);
 }

@@ -20,8 +20,8 @@ static inline void it_run_ok(it_result *r, int how, const char *const *env, cons
 
 /* Runs prog natively and under the shim with the same settings and requires
  * the compared lines (all but pool:/info:) to be identical. */
-static inline void it_same(it_result *native, it_result *shim, const char *const *env,
-                           const char *prog, const char *const *argv) {
+static inline void it_same(it_result *native, it_result *shim, const char *const *env, const char *prog,
+                           const char *const *argv) {
   it_run_ok(native, IT_NATIVE, env, prog, argv);
   it_run_ok(shim, IT_SHIM, env, prog, argv);
   cr_assert(eq(str, (char *)it_compared(shim), (char *)it_compared(native)),

@@ -53,9 +53,12 @@ static char *string(cursor *c) {
 static int number(cursor *c, double *out) {
   const char *s = c->p;
   if (*s == '-') s++;
-  if (*s == '0') s++;
-  else if (isdigit((unsigned char)*s)) while (isdigit((unsigned char)*s)) s++;
-  else return -1;
+  if (*s == '0')
+    s++;
+  else if (isdigit((unsigned char)*s))
+    while (isdigit((unsigned char)*s)) s++;
+  else
+    return -1;
   if (*s == '.') {
     if (!isdigit((unsigned char)*++s)) return -1;
     while (isdigit((unsigned char)*s)) s++;

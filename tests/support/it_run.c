@@ -77,9 +77,8 @@ static char **make_env(int how, const char *const *env, char *preload, size_t ca
     if (!dropped(environ[i])) out[k++] = environ[i];
   for (size_t i = 0; i < extra; i++) out[k++] = (char *)env[i];
   const char *san = getenv("CUDAPOOL_TEST_SAN_PRELOAD");
-  snprintf(preload, cap, "LD_PRELOAD=%s%s%s%s", san ? san : "",
-           san && *san && how == IT_SHIM ? " " : "", how == IT_SHIM ? it_build() : "",
-           how == IT_SHIM ? "/libcudapool.so" : "");
+  snprintf(preload, cap, "LD_PRELOAD=%s%s%s%s", san ? san : "", san && *san && how == IT_SHIM ? " " : "",
+           how == IT_SHIM ? it_build() : "", how == IT_SHIM ? "/libcudapool.so" : "");
   out[k++] = preload;
   return out;
 }
@@ -95,8 +94,7 @@ static char *slurp(FILE *f) {
   return s;
 }
 
-int it_run(it_result *r, int how, const char *const *env, const char *prog,
-           const char *const *argv) {
+int it_run(it_result *r, int how, const char *const *env, const char *prog, const char *const *argv) {
   memset(r, 0, sizeof *r);
   char path[PATH_MAX + 64], preload[2 * PATH_MAX];
   snprintf(path, sizeof path, "%s/progs/%s", it_build(), prog);

@@ -20,8 +20,8 @@ enum { IT_NATIVE = 0, IT_SHIM = 1 };
 typedef struct it_result {
   int status; /* exit code; 128 + signal number when killed */
   pid_t pid;
-  char *out, *err;           /* everything written to stdout, stderr */
-  char *kept[IT_MAX_KEPT];   /* strings handed out by it_line/it_compared */
+  char *out, *err;         /* everything written to stdout, stderr */
+  char *kept[IT_MAX_KEPT]; /* strings handed out by it_line/it_compared */
   int nkept;
 } it_result;
 
@@ -30,8 +30,7 @@ const char *it_build(void);
 /* Runs progs/<prog> with argv (NULL-terminated, may be NULL) and env
  * ("NAME=value" strings, NULL-terminated, may be NULL); how: IT_NATIVE or
  * IT_SHIM. Returns 0, or -1 if it could not be started. */
-int it_run(it_result *r, int how, const char *const *env, const char *prog,
-           const char *const *argv);
+int it_run(it_result *r, int how, const char *const *env, const char *prog, const char *const *argv);
 void it_free(it_result *r);
 /* The first stdout line whose tag is tag ("tag: ..."), without the newline;
  * NULL if none. */

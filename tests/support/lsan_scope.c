@@ -15,7 +15,6 @@
 
 __attribute__((visibility("default"))) const char *__lsan_default_suppressions(void);
 
-const char *__lsan_default_suppressions(void)
-{
-    return getenv("BXFI_MAP") != NULL ? "" : "leak:libcriterion.so\n";
+const char *__lsan_default_suppressions(void) {
+  return getenv("BXFI_MAP") != NULL ? "" : "leak:libcriterion.so\n";
 }

@@ -61,8 +61,8 @@ struct fk_ctx {
   CUcontext handle;
   int device;
   int primary;
-  int refs;  /* primary: retain count; active while > 0 */
-  int alive; /* created: until destroyed */
+  int refs;                     /* primary: retain count; active while > 0 */
+  int alive;                    /* created: until destroyed */
   fk_stream legacy, per_thread; /* one per-thread stream per context: enough here */
 };
 

@@ -20,8 +20,10 @@ static size_t lower_bound(uintptr_t p) {
   size_t lo = 0, hi = fk.nallocs;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)fk.allocs[mid].base < p) lo = mid + 1;
-    else hi = mid;
+    if ((uintptr_t)fk.allocs[mid].base < p)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -44,7 +46,8 @@ CUresult fk_alloc_new(fk_ctx *ctx, size_t size, CUdeviceptr *out) {
   fk_alloc a = {.size = size, .charged = charged, .ctx = ctx};
   if (charged >= FK_MMAP_MIN) {
     a.maplen = (charged + 4095) & ~(size_t)4095;
-    void *m = mmap(NULL, a.maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m =
+        mmap(NULL, a.maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     a.base = m;
   } else if (!(a.base = aligned_alloc(FK_ALIGN, charged))) {
@@ -70,8 +73,10 @@ CUresult fk_alloc_new(fk_ctx *ctx, size_t size, CUdeviceptr *out) {
 static void release(size_t i) {
   fk_alloc *a = &fk.allocs[i];
   fk.used[a->ctx->device] -= a->charged;
-  if (a->maplen) munmap(a->base, a->maplen);
-  else free(a->base);
+  if (a->maplen)
+    munmap(a->base, a->maplen);
+  else
+    free(a->base);
   memmove(&fk.allocs[i], &fk.allocs[i + 1], (fk.nallocs - i - 1) * sizeof *a);
   fk.nallocs--;
 }
@@ -90,9 +95,9 @@ void fk_alloc_drop_ctx(fk_ctx *ctx) {
 }
 
 #define ENTER() fk_enter(__func__)
-#define READY(c)                       \
-  fk_ctx *c;                           \
-  CUresult ready_rc_ = fk_ready(&c);   \
+#define READY(c)                     \
+  fk_ctx *c;                         \
+  CUresult ready_rc_ = fk_ready(&c); \
   if (ready_rc_) return fk_leave(ready_rc_)
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {

@@ -32,8 +32,10 @@ typedef struct proc {
   const char *exported;
 } proc_t;
 
-#define P(base, version, fn) {#base, version, 0, (void *)fn, #fn}
-#define PT(base, version, fn) {#base, version, 1, (void *)fn, #fn}
+#define P(base, version, fn) \
+  { #base, version, 0, (void *)fn, #fn }
+#define PT(base, version, fn) \
+  { #base, version, 1, (void *)fn, #fn }
 
 static const proc_t procs[] = {
     P(cuInit, 2000, cuInit),
@@ -104,7 +106,9 @@ static CUresult t_destroy(CUstream s) { return cuStreamDestroy_v2(s); }
 static CUresult t_free_async(CUdeviceptr d, CUstream s) { return cuMemFreeAsync(d, s); }
 static CUresult t_free_async_ptsz(CUdeviceptr d, CUstream s) { return cuMemFreeAsync_ptsz(d, s); }
 static CUresult t_range(CUdeviceptr *b, size_t *n, CUdeviceptr d) { return cuMemGetAddressRange_v2(b, n, d); }
-static CUresult t_attr(void *v, CUpointer_attribute a, CUdeviceptr d) { return cuPointerGetAttribute(v, a, d); }
+static CUresult t_attr(void *v, CUpointer_attribute a, CUdeviceptr d) {
+  return cuPointerGetAttribute(v, a, d);
+}
 static CUresult t_attrs(unsigned n, CUpointer_attribute *a, void **v, CUdeviceptr d) {
   return cuPointerGetAttributes(n, a, v, d);
 }
@@ -132,7 +136,8 @@ static void *trampoline(void *fn) {
 static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,
                        CUdriverProcAddressQueryResult *status) {
   if (!symbol || !pfn || version > FK_VERSION ||
-      (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
+      (flags &
+       ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
     return CUDA_ERROR_INVALID_VALUE;
   int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   const proc_t *best = NULL;
@@ -146,11 +151,12 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
   }
   *pfn = best ? (fk.trampolines ? trampoline(best->fn) : best->fn) : NULL;
   if (fk.trace_proc)
-    fprintf(stderr, "fakecu: cuGetProcAddress(%s, %d, %llu) -> %s\n", symbol, version, (unsigned long long)flags,
-            best ? best->exported : "NULL");
+    fprintf(stderr, "fakecu: cuGetProcAddress(%s, %d, %llu) -> %s\n", symbol, version,
+            (unsigned long long)flags, best ? best->exported : "NULL");
   if (status)
-    *status = best ? CU_GET_PROC_ADDRESS_SUCCESS
-              : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    *status = best    ? CU_GET_PROC_ADDRESS_SUCCESS
+              : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return CUDA_SUCCESS;
 }
 

@@ -70,30 +70,30 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr 
 /* The size of an attribute's value; 0 for attributes not modelled. */
 static size_t attribute_size(CUpointer_attribute attr) {
   switch (attr) {
-  case CU_POINTER_ATTRIBUTE_CONTEXT: return sizeof(CUcontext);
-  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: return sizeof(unsigned int);
-  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return sizeof(CUdeviceptr);
-  case CU_POINTER_ATTRIBUTE_HOST_POINTER: return sizeof(void *);
-  case CU_POINTER_ATTRIBUTE_BUFFER_ID: return sizeof(unsigned long long);
-  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return sizeof(int);
-  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: return sizeof(CUdeviceptr);
-  case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return sizeof(size_t);
-  default: return 0;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: return sizeof(CUcontext);
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return sizeof(void *);
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return sizeof(size_t);
+    default: return 0;
   }
 }
 
 /* One attribute of ptr, inside allocation a. */
 static CUresult attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr, const fk_alloc *a) {
   switch (attr) {
-  case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = a->ctx->handle; break;
-  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = CU_MEMORYTYPE_DEVICE; break;
-  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = ptr; break;
-  case CU_POINTER_ATTRIBUTE_HOST_POINTER: return CUDA_ERROR_INVALID_VALUE;
-  case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = (uintptr_t)a->base; break;
-  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = a->ctx->device; break;
-  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)a->base; break;
-  case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a->size; break;
-  default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = a->ctx->handle; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data = CU_MEMORYTYPE_DEVICE; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = ptr; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = (uintptr_t)a->base; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = a->ctx->device; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)a->base; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a->size; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }

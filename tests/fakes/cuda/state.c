@@ -124,7 +124,8 @@ static fk_ctx *ctx_find(CUcontext h) {
 }
 
 #define ENTER() fk_enter(__func__)
-#define INIT_OR() if (!fk.initialized) return fk_leave(CUDA_ERROR_NOT_INITIALIZED)
+#define INIT_OR() \
+  if (!fk.initialized) return fk_leave(CUDA_ERROR_NOT_INITIALIZED)
 
 CUresult cuInit(unsigned int flags) {
   ENTER();

@@ -29,9 +29,12 @@ static int blocking(const fk_stream *s) {
 }
 
 CUresult fk_stream_get(fk_ctx *ctx, CUstream h, int per_thread_api, fk_stream **out) {
-  if (!h) *out = per_thread_api ? &ctx->per_thread : &ctx->legacy;
-  else if (h == CU_STREAM_LEGACY) *out = &ctx->legacy;
-  else if (h == CU_STREAM_PER_THREAD) *out = &ctx->per_thread;
+  if (!h)
+    *out = per_thread_api ? &ctx->per_thread : &ctx->legacy;
+  else if (h == CU_STREAM_LEGACY)
+    *out = &ctx->legacy;
+  else if (h == CU_STREAM_PER_THREAD)
+    *out = &ctx->per_thread;
   else {
     fk_stream *s;
     HASH_FIND_PTR(fk.streams, &h, s);
@@ -91,7 +94,7 @@ static void capture_drop(fk_capture *c) {
 void fk_streams_drop_ctx(fk_ctx *ctx) {
   fk_capture *c, *ctmp;
   DL_FOREACH_SAFE(fk.captures, c, ctmp)
-    if (c->origin->ctx == ctx) capture_drop(c);
+  if (c->origin->ctx == ctx) capture_drop(c);
   fk_stream *s, *stmp;
   HASH_ITER(hh, fk.streams, s, stmp) {
     if (s->ctx != ctx) continue;
@@ -107,9 +110,9 @@ void fk_streams_drop_ctx(fk_ctx *ctx) {
 }
 
 #define ENTER() fk_enter(__func__)
-#define READY(c)                       \
-  fk_ctx *c;                           \
-  CUresult ready_rc_ = fk_ready(&c);   \
+#define READY(c)                     \
+  fk_ctx *c;                         \
+  CUresult ready_rc_ = fk_ready(&c); \
   if (ready_rc_) return fk_leave(ready_rc_)
 
 static CUresult create(fk_ctx *ctx, CUstream *out, unsigned flags) {
@@ -142,8 +145,10 @@ CUresult cuStreamDestroy_v2(CUstream h) {
   fk_stream *s = NULL;
   if (h) HASH_FIND_PTR(fk.streams, &h, s);
   if (!s) return fk_leave(CUDA_ERROR_INVALID_HANDLE);
-  if (s->cap && s->cap->origin == s) capture_drop(s->cap);
-  else if (s->cap) s->cap->invalidated = 1;
+  if (s->cap && s->cap->origin == s)
+    capture_drop(s->cap);
+  else if (s->cap)
+    s->cap->invalidated = 1;
   HASH_DEL(fk.streams, s);
   free(s);
   return fk_leave(CUDA_SUCCESS);

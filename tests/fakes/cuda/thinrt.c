@@ -26,18 +26,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#define D(X)                                                                               \
-  X(cuInit, 2000, 0) X(cuDeviceGetCount, 2000, 0) X(cuCtxGetCurrent, 4000, 0)              \
-  X(cuCtxGetDevice, 2000, 0) X(cuCtxSetCurrent, 4000, 0)                                   \
-  X(cuDevicePrimaryCtxRetain, 7000, 0) X(cuDevicePrimaryCtxReset_v2, 11000, 0)             \
-  X(cuMemAlloc_v2, 3020, 0) X(cuMemAllocPitch_v2, 3020, 0) X(cuMemFree_v2, 3020, 0)         \
-  X(cuMemGetInfo_v2, 3020, 0) X(cuMemsetD8_v2, 3020, 0) X(cuMemcpyHtoD_v2, 3020, 0)        \
-  X(cuMemcpyDtoH_v2, 3020, 0) X(cuStreamCreate, 2000, 0)                                   \
-  X(cuStreamCreateWithPriority, 5050, 0) X(cuStreamDestroy_v2, 4000, 0)                    \
-  X(cuStreamSynchronize, 2000, 0) X(cuCtxSynchronize, 2000, 0)                             \
-  X(cuStreamBeginCapture_v2, 10010, 0) X(cuStreamEndCapture, 10000, 0)                     \
-  X(cuEventCreate, 2000, 0) X(cuEventRecord, 2000, 0) X(cuEventQuery, 2000, 0)             \
-  X(cuEventSynchronize, 2000, 0) X(cuEventDestroy_v2, 4000, 0) X(cuStreamWaitEvent, 3020, 0)
+#define D(X)                                                                                               \
+  X(cuInit, 2000, 0)                                                                                       \
+  X(cuDeviceGetCount, 2000, 0) X(cuCtxGetCurrent, 4000, 0) X(cuCtxGetDevice, 2000, 0)                      \
+      X(cuCtxSetCurrent, 4000, 0) X(cuDevicePrimaryCtxRetain, 7000, 0)                                     \
+          X(cuDevicePrimaryCtxReset_v2, 11000, 0) X(cuMemAlloc_v2, 3020, 0) X(cuMemAllocPitch_v2, 3020, 0) \
+              X(cuMemFree_v2, 3020, 0) X(cuMemGetInfo_v2, 3020, 0) X(cuMemsetD8_v2, 3020, 0)               \
+                  X(cuMemcpyHtoD_v2, 3020, 0) X(cuMemcpyDtoH_v2, 3020, 0) X(cuStreamCreate, 2000, 0)       \
+                      X(cuStreamCreateWithPriority, 5050, 0) X(cuStreamDestroy_v2, 4000, 0)                \
+                          X(cuStreamSynchronize, 2000, 0) X(cuCtxSynchronize, 2000, 0)                     \
+                              X(cuStreamBeginCapture_v2, 10010, 0) X(cuStreamEndCapture, 10000, 0)         \
+                                  X(cuEventCreate, 2000, 0) X(cuEventRecord, 2000, 0)                      \
+                                      X(cuEventQuery, 2000, 0) X(cuEventSynchronize, 2000, 0)              \
+                                          X(cuEventDestroy_v2, 4000, 0) X(cuStreamWaitEvent, 3020, 0)
 
 static struct {
 #define FIELD(name, version, flags) __typeof__(name) *name;
@@ -63,8 +64,8 @@ static void load(void) {
   if (!gpa) return;
   char base[64];
   bool ok = true;
-#define LOOKUP(name, version, flags)                                              \
-  base_name(#name, base, sizeof base);                                            \
+#define LOOKUP(name, version, flags)   \
+  base_name(#name, base, sizeof base); \
   ok = ok && gpa(base, (void **)&drv.name, version, flags, NULL) == CUDA_SUCCESS && drv.name;
   D(LOOKUP)
 #undef LOOKUP
@@ -99,11 +100,11 @@ static CUresult ready(void) {
   return rc ? rc : drv.cuCtxSetCurrent(want);
 }
 
-#define CALL(expr)                     \
-  do {                                 \
-    CUresult ready_rc_ = ready();      \
+#define CALL(expr)                         \
+  do {                                     \
+    CUresult ready_rc_ = ready();          \
     if (ready_rc_) return note(ready_rc_); \
-    return note(expr);                 \
+    return note(expr);                     \
   } while (0)
 
 cudaError_t cudaGetLastError(void) {
@@ -146,7 +147,9 @@ cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height
 
 cudaError_t cudaFree(void *p) { CALL(drv.cuMemFree_v2((CUdeviceptr)(uintptr_t)p)); }
 
-cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) { CALL(drv.cuMemGetInfo_v2(free_bytes, total)); }
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
+  CALL(drv.cuMemGetInfo_v2(free_bytes, total));
+}
 
 cudaError_t cudaMemset(void *p, int value, size_t n) {
   CALL(drv.cuMemsetD8_v2((CUdeviceptr)(uintptr_t)p, (unsigned char)value, n));
@@ -162,7 +165,9 @@ cudaError_t cudaDeviceSynchronize(void) { CALL(drv.cuCtxSynchronize()); }
 cudaError_t cudaDeviceReset(void) { CALL(drv.cuDevicePrimaryCtxReset_v2(tl_device)); }
 
 cudaError_t cudaStreamCreate(cudaStream_t *s) { CALL(drv.cuStreamCreate(s, 0)); }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) { CALL(drv.cuStreamCreate(s, flags)); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
+  CALL(drv.cuStreamCreate(s, flags));
+}
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, int priority) {
   CALL(drv.cuStreamCreateWithPriority(s, flags, priority));
 }
@@ -171,9 +176,13 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) { CALL(drv.cuStreamSynchronize
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
   CALL(drv.cuStreamBeginCapture_v2(s, (CUstreamCaptureMode)mode));
 }
-cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) { CALL(drv.cuStreamEndCapture(s, (CUgraph *)g)); }
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+  CALL(drv.cuStreamEndCapture(s, (CUgraph *)g));
+}
 
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) { CALL(drv.cuEventCreate(e, flags)); }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
+  CALL(drv.cuEventCreate(e, flags));
+}
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { CALL(drv.cuEventRecord(e, s)); }
 cudaError_t cudaEventQuery(cudaEvent_t e) { CALL(drv.cuEventQuery(e)); }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) { CALL(drv.cuEventSynchronize(e)); }

@@ -39,8 +39,7 @@ cudaError_t fc_capture_unsafe(void) {
   fc_capture *c;
   DL_FOREACH(fc.captures, c) {
     int own = c->owner == me && c->mode != cudaStreamCaptureModeRelaxed;
-    int other = tm == cudaStreamCaptureModeGlobal && c->owner != me &&
-                c->mode == cudaStreamCaptureModeGlobal;
+    int other = tm == cudaStreamCaptureModeGlobal && c->owner != me && c->mode == cudaStreamCaptureModeGlobal;
     if (own || other) {
       c->invalidated = 1;
       err = cudaErrorStreamCaptureUnsupported;
@@ -79,20 +78,20 @@ cudaError_t fc_submit(fc_stream *s, const fc_vc *extra, int *captured) {
 int fc_capture_active_on(int dev) {
   fc_capture *c;
   DL_FOREACH(fc.captures, c)
-    if (c->device == dev) return 1;
+  if (c->device == dev) return 1;
   return 0;
 }
 
 void fc_capture_invalidate_device(int dev) {
   fc_capture *c;
   DL_FOREACH(fc.captures, c)
-    if (c->device == dev) c->invalidated = 1;
+  if (c->device == dev) c->invalidated = 1;
 }
 
 void fc_capture_drop(fc_capture *c) {
   fc_stream *s;
   DL_FOREACH(fc.all, s)
-    if (s->cap == c) s->cap = NULL;
+  if (s->cap == c) s->cap = NULL;
   fc_event *e, *tmp;
   HASH_ITER(hh, fc.events, e, tmp) {
     if (e->cap == c) {
@@ -155,19 +154,17 @@ static cudaError_t status_of(cudaStream_t stream, int ptsz, enum cudaStreamCaptu
   if (s->kind == FC_STREAM_LEGACY) {
     fc_stream *b;
     DL_FOREACH(fc.all, b)
-      if (b->device == s->device && b->cap && fc_stream_blocking(b))
-        return cudaErrorStreamCaptureImplicit;
+    if (b->device == s->device && b->cap && fc_stream_blocking(b)) return cudaErrorStreamCaptureImplicit;
   }
   *cap = s->cap;
-  *st = !s->cap ? cudaStreamCaptureStatusNone
+  *st = !s->cap               ? cudaStreamCaptureStatusNone
         : s->cap->invalidated ? cudaStreamCaptureStatusInvalidated
                               : cudaStreamCaptureStatusActive;
   return cudaSuccess;
 }
 
-static cudaError_t info(cudaStream_t stream, enum cudaStreamCaptureStatus *st,
-                        unsigned long long *id, cudaGraph_t *graph,
-                        const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+static cudaError_t info(cudaStream_t stream, enum cudaStreamCaptureStatus *st, unsigned long long *id,
+                        cudaGraph_t *graph, const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
                         size_t *ndeps, int ptsz) {
   fc_capture *c = NULL;
   cudaError_t err = status_of(stream, ptsz, st, &c);
@@ -208,25 +205,23 @@ cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t s, enum cudaStreamCaptureSta
   fc_capture *c;
   return fc_leave(status_of(s, 1, st, &c));
 }
-cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *st,
-                                     unsigned long long *id, cudaGraph_t *g,
-                                     const cudaGraphNode_t **deps,
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *st, unsigned long long *id,
+                                     cudaGraph_t *g, const cudaGraphNode_t **deps,
                                      const cudaGraphEdgeData **edges, size_t *ndeps) {
   ENTER();
   return fc_leave(info(s, st, id, g, deps, edges, ndeps, 0));
 }
 cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t s, enum cudaStreamCaptureStatus *st,
                                           unsigned long long *id, cudaGraph_t *g,
-                                          const cudaGraphNode_t **deps,
-                                          const cudaGraphEdgeData **edges, size_t *ndeps) {
+                                          const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                          size_t *ndeps) {
   ENTER();
   return fc_leave(info(s, st, id, g, deps, edges, ndeps, 1));
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
   ENTER();
-  if (!mode || (*mode != cudaStreamCaptureModeGlobal &&
-                *mode != cudaStreamCaptureModeThreadLocal &&
+  if (!mode || (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
                 *mode != cudaStreamCaptureModeRelaxed))
     return fc_leave(cudaErrorInvalidValue);
   enum cudaStreamCaptureMode old = fc_thread_mode();

@@ -29,7 +29,7 @@
 static void join_blocking(fc_vc *dst, int dev) {
   fc_stream *b;
   DL_FOREACH(fc.all, b)
-    if (b->device == dev && fc_stream_blocking(b)) fc_vc_join(dst, &b->vc);
+  if (b->device == dev && fc_stream_blocking(b)) fc_vc_join(dst, &b->vc);
 }
 
 void fc_clock_op(fc_stream *s, const fc_vc *extra) {
@@ -39,12 +39,13 @@ void fc_clock_op(fc_stream *s, const fc_vc *extra) {
   if (s->kind == FC_STREAM_LEGACY) join_blocking(&s->vc, s->device);
   /* A blocking stream's work waits for the legacy stream's earlier work,
    * also when the stream was made (or first used by its thread) after it. */
-  else if (fc_stream_blocking(s)) fc_vc_join(&s->vc, &fc.legacy[s->device].vc);
+  else if (fc_stream_blocking(s))
+    fc_vc_join(&s->vc, &fc.legacy[s->device].vc);
   fc_vc_set(&s->vc, s->idx, fc_vc_get(&s->vc, s->idx) + 1);
   if (s->kind == FC_STREAM_LEGACY) {
     fc_stream *b;
     DL_FOREACH(fc.all, b)
-      if (b->device == s->device && fc_stream_blocking(b)) fc_vc_join(&b->vc, &s->vc);
+    if (b->device == s->device && fc_stream_blocking(b)) fc_vc_join(&b->vc, &s->vc);
   }
 }
 
@@ -90,7 +91,7 @@ void fc_clock_sync_device(int dev) {
   if (!fc.hold) return;
   fc_stream *s;
   DL_FOREACH(fc.all, s)
-    if (s->device == dev) fc_vc_join(&fc.host, &s->vc);
+  if (s->device == dev) fc_vc_join(&fc.host, &s->vc);
 }
 
 int fc_clock_event_done(const fc_event *e) {
@@ -108,9 +109,9 @@ int fc_clock_stream_idle(const fc_stream *s) {
   if (s->kind != FC_STREAM_LEGACY) return 1;
   fc_stream *b;
   DL_FOREACH(fc.all, b)
-    if (b->device == s->device && fc_stream_blocking(b) &&
-        fc_vc_get(&b->vc, b->idx) > fc_vc_get(&fc.host, b->idx))
-      return 0;
+  if (b->device == s->device && fc_stream_blocking(b) &&
+      fc_vc_get(&b->vc, b->idx) > fc_vc_get(&fc.host, b->idx))
+    return 0;
   return 1;
 }
 

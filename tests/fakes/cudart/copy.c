@@ -14,26 +14,37 @@ static int range_ok(const void *p, size_t n) {
   return a && n <= a->size - (size_t)((const char *)p - a->base);
 }
 
-static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                        cudaStream_t stream, int ptsz, int sync) {
+static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t stream,
+                        int ptsz, int sync) {
   int dd, sd;
   switch (kind) {
-  case cudaMemcpyHostToHost: dd = 0; sd = 0; break;
-  case cudaMemcpyHostToDevice: dd = 1; sd = 0; break;
-  case cudaMemcpyDeviceToHost: dd = 0; sd = 1; break;
-  case cudaMemcpyDeviceToDevice: dd = 1; sd = 1; break;
-  case cudaMemcpyDefault:
-    dd = fc_alloc_containing(dst) != NULL;
-    sd = fc_alloc_containing(src) != NULL;
-    break;
-  default: return cudaErrorInvalidMemcpyDirection;
+    case cudaMemcpyHostToHost:
+      dd = 0;
+      sd = 0;
+      break;
+    case cudaMemcpyHostToDevice:
+      dd = 1;
+      sd = 0;
+      break;
+    case cudaMemcpyDeviceToHost:
+      dd = 0;
+      sd = 1;
+      break;
+    case cudaMemcpyDeviceToDevice:
+      dd = 1;
+      sd = 1;
+      break;
+    case cudaMemcpyDefault:
+      dd = fc_alloc_containing(dst) != NULL;
+      sd = fc_alloc_containing(src) != NULL;
+      break;
+    default: return cudaErrorInvalidMemcpyDirection;
   }
   fc_stream *s;
   cudaError_t err = fc_stream_get(stream, ptsz, &s);
   if (err) return err;
   if (n == 0) return cudaSuccess;
-  if ((dd && !range_ok(dst, n)) || (sd && !range_ok(src, n)) || !dst || !src)
-    return cudaErrorInvalidValue;
+  if ((dd && !range_ok(dst, n)) || (sd && !range_ok(src, n)) || !dst || !src) return cudaErrorInvalidValue;
   int captured;
   err = fc_submit(s, NULL, &captured);
   if (err || captured) return err;
@@ -68,13 +79,12 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcp
   ENTER();
   return fc_leave(copy(dst, src, n, kind, NULL, 1, 1));
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                            cudaStream_t s) {
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
   ENTER();
   return fc_leave(copy(dst, src, n, kind, s, 0, 0));
 }
-cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
-                                 enum cudaMemcpyKind kind, cudaStream_t s) {
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                                 cudaStream_t s) {
   ENTER();
   return fc_leave(copy(dst, src, n, kind, s, 1, 0));
 }

@@ -67,17 +67,17 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   if (!value) return fc_leave(cudaErrorInvalidValue);
   if (dev < 0 || dev >= fc.ndev) return fc_leave(cudaErrorInvalidDevice);
   switch (attr) {
-  case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-  case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
-  case cudaDevAttrMultiProcessorCount: *value = 132; break;
-  case cudaDevAttrWarpSize: *value = 32; break;
-  case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
-  case cudaDevAttrUnifiedAddressing: *value = 1; break;
-  case cudaDevAttrManagedMemory: *value = 1; break;
-  case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
-  case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
-  case cudaDevAttrPciBusId: *value = dev + 1; break;
-  default: return fc_leave(cudaErrorInvalidValue);
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMultiProcessorCount: *value = 132; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+    case cudaDevAttrUnifiedAddressing: *value = 1; break;
+    case cudaDevAttrManagedMemory: *value = 1; break;
+    case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+    case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+    case cudaDevAttrPciBusId: *value = dev + 1; break;
+    default: return fc_leave(cudaErrorInvalidValue);
   }
   return fc_leave(cudaSuccess);
 }

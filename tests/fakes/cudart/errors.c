@@ -5,6 +5,7 @@
  * the name. */
 #include "fake.h"
 
+/* clang-format off */
 #define FC_ERROR_NAMES(X) \
   X(cudaErrorInvalidValue) X(cudaErrorMemoryAllocation) X(cudaErrorInitializationError) \
   X(cudaErrorCudartUnloading) X(cudaErrorProfilerDisabled) \
@@ -65,46 +66,46 @@
   X(cudaErrorInvalidClusterSize) X(cudaErrorFunctionNotLoaded) \
   X(cudaErrorInvalidResourceType) X(cudaErrorInvalidResourceConfiguration) \
   X(cudaErrorUnknown) X(cudaSuccess)
+/* clang-format on */
 
 #define ENTER() fc_enter(__func__)
 
 static const char *name_of(cudaError_t e) {
   switch (e) {
-#define FC_X_CASE(n) case n: return #n;
+#define FC_X_CASE(n) \
+  case n: return #n;
     FC_ERROR_NAMES(FC_X_CASE)
 #undef FC_X_CASE
-  default: return NULL;
+    default: return NULL;
   }
 }
 
 static const char *string_of(cudaError_t e) {
   switch (e) {
-  case cudaSuccess: return "no error";
-  case cudaErrorInvalidValue: return "invalid argument";
-  case cudaErrorMemoryAllocation: return "out of memory";
-  case cudaErrorInitializationError: return "initialization error";
-  case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-  case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-  case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-  case cudaErrorInvalidDevice: return "invalid device ordinal";
-  case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-  case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
-  case cudaErrorNotReady: return "device not ready";
-  case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
-  case cudaErrorStreamCaptureInvalidated:
-    return "operation failed due to a previous error during capture";
-  case cudaErrorStreamCaptureMerge:
-    return "operation would result in a merge of separate capture sequences";
-  case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
-  case cudaErrorStreamCaptureUnjoined: return "capturing stream has unjoined work";
-  case cudaErrorStreamCaptureIsolation:
-    return "dependency created on uncaptured work in another stream";
-  case cudaErrorStreamCaptureImplicit:
-    return "operation would make the legacy stream depend on a capturing blocking stream";
-  case cudaErrorStreamCaptureWrongThread:
-    return "attempt to terminate a thread-local capture sequence from another thread";
-  case cudaErrorUnknown: return "unknown error";
-  default: return name_of(e);
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureMerge:
+      return "operation would result in a merge of separate capture sequences";
+    case cudaErrorStreamCaptureUnmatched: return "capture was not ended in the same stream as it began";
+    case cudaErrorStreamCaptureUnjoined: return "capturing stream has unjoined work";
+    case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
+    case cudaErrorUnknown: return "unknown error";
+    default: return name_of(e);
   }
 }
 

@@ -30,24 +30,20 @@ extern void **__cudaRegisterFatBinary(void *fatCubin);
 extern void __cudaRegisterFatBinaryEnd(void **handle);
 extern void __cudaUnregisterFatBinary(void **handle);
 extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-                                   const char *deviceName, int thread_limit, uint3 *tid,
-                                   uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
-extern void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
-                              const char *deviceName, int ext, size_t size, int constant,
-                              int global);
-extern void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress,
-                                     char *deviceAddress, const char *deviceName, int ext,
-                                     size_t size, int constant, int global);
+                                   const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                                   dim3 *bDim, dim3 *gDim, int *wSize);
+extern void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName,
+                              int ext, size_t size, int constant, int global);
+extern void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress, char *deviceAddress,
+                                     const char *deviceName, int ext, size_t size, int constant, int global);
 extern char __cudaInitModule(void **handle);
-extern unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem,
-                                            struct CUstream_st *stream);
-extern cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem,
-                                              void *stream);
+extern unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, struct CUstream_st *stream);
+extern cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem, void *stream);
 extern cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *fn);
-extern cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
-                                      size_t shmem, cudaStream_t stream);
-extern cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
-                                           void **args, size_t shmem, cudaStream_t stream);
+extern cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t shmem,
+                                      cudaStream_t stream);
+extern cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
+                                           size_t shmem, cudaStream_t stream);
 
 void **__cudaRegisterFatBinary(void *fatCubin) {
   ENTER();
@@ -74,17 +70,16 @@ void __cudaUnregisterFatBinary(void **handle) {
   fc_leave(cudaSuccess);
 }
 
-void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize) {
+void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
+                            int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
   ENTER();
   (void)handle, (void)hostFun, (void)deviceFun, (void)deviceName, (void)thread_limit;
   (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
   fc_leave(cudaSuccess);
 }
 
-void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant, int global) {
+void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
+                       size_t size, int constant, int global) {
   ENTER();
   (void)handle, (void)hostVar, (void)deviceAddress, (void)deviceName;
   (void)ext, (void)size, (void)constant, (void)global;
@@ -94,8 +89,7 @@ void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
 /* The runtime points the host shadow of a __managed__ variable at its
  * managed memory; host code then dereferences it, so it must be real. */
 void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress, char *deviceAddress,
-                              const char *deviceName, int ext, size_t size, int constant,
-                              int global) {
+                              const char *deviceName, int ext, size_t size, int constant, int global) {
   ENTER();
   (void)deviceAddress, (void)deviceName, (void)ext, (void)constant, (void)global;
   fc_module *m = (fc_module *)handle;
@@ -119,8 +113,7 @@ char __cudaInitModule(void **handle) {
   return 1;
 }
 
-unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem,
-                                     struct CUstream_st *stream) {
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, struct CUstream_st *stream) {
   ENTER();
   fc_leave(cudaSuccess);
   if (tl_nconfig == FC_MAX_CONFIG) return 1;
@@ -164,8 +157,8 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 grid, dim3 block, void **arg
   (void)args, (void)shmem;
   return fc_leave(launch((const void *)k, grid, block, s, 0));
 }
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 grid, dim3 block, void **args,
-                                    size_t shmem, cudaStream_t s) {
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 grid, dim3 block, void **args, size_t shmem,
+                                    cudaStream_t s) {
   ENTER();
   (void)args, (void)shmem;
   return fc_leave(launch((const void *)k, grid, block, s, 1));
@@ -176,8 +169,8 @@ cudaError_t cudaLaunchKernel(const void *fn, dim3 grid, dim3 block, void **args,
   (void)args, (void)shmem;
   return fc_leave(launch(fn, grid, block, s, 0));
 }
-cudaError_t cudaLaunchKernel_ptsz(const void *fn, dim3 grid, dim3 block, void **args,
-                                  size_t shmem, cudaStream_t s) {
+cudaError_t cudaLaunchKernel_ptsz(const void *fn, dim3 grid, dim3 block, void **args, size_t shmem,
+                                  cudaStream_t s) {
   ENTER();
   (void)args, (void)shmem;
   return fc_leave(launch(fn, grid, block, s, 1));

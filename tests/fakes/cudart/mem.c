@@ -20,8 +20,10 @@ static size_t lower_bound(const void *p) {
   size_t lo = 0, hi = fc.nallocs;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)fc.allocs[mid].base < (uintptr_t)p) lo = mid + 1;
-    else hi = mid;
+    if ((uintptr_t)fc.allocs[mid].base < (uintptr_t)p)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -46,8 +48,8 @@ cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **o
   fc_alloc a = {.size = size, .charged = on_device ? charged : 0, .device = dev, .kind = kind};
   if (charged >= FC_MMAP_MIN) {
     a.maplen = (charged + 4095) & ~(size_t)4095;
-    void *m = mmap(NULL, a.maplen, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m =
+        mmap(NULL, a.maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
     a.base = m;
   } else {
@@ -72,8 +74,10 @@ cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **o
 
 void fc_alloc_release(fc_alloc *a) {
   fc.used[a->device] -= a->charged;
-  if (a->maplen) munmap(a->base, a->maplen);
-  else free(a->base);
+  if (a->maplen)
+    munmap(a->base, a->maplen);
+  else
+    free(a->base);
   size_t i = (size_t)(a - fc.allocs);
   memmove(&fc.allocs[i], &fc.allocs[i + 1], (fc.nallocs - i - 1) * sizeof *a);
   fc.nallocs--;
@@ -166,8 +170,7 @@ cudaError_t cudaMallocHost(void **p, size_t size) {
 
 cudaError_t cudaHostAlloc(void **p, size_t size, unsigned int flags) {
   ENTER();
-  if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
-                          cudaHostAllocWriteCombined))
+  if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
     return fc_leave(cudaErrorInvalidValue);
   return fc_leave(host_alloc(p, size));
 }
@@ -197,9 +200,15 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const v
   attr->device = a->device;
   attr->devicePointer = (void *)ptr;
   switch (a->kind) {
-  case FC_MANAGED: attr->type = cudaMemoryTypeManaged; attr->hostPointer = (void *)ptr; break;
-  case FC_HOST: attr->type = cudaMemoryTypeHost; attr->hostPointer = (void *)ptr; break;
-  default: attr->type = cudaMemoryTypeDevice; break;
+    case FC_MANAGED:
+      attr->type = cudaMemoryTypeManaged;
+      attr->hostPointer = (void *)ptr;
+      break;
+    case FC_HOST:
+      attr->type = cudaMemoryTypeHost;
+      attr->hostPointer = (void *)ptr;
+      break;
+    default: attr->type = cudaMemoryTypeDevice; break;
   }
   return fc_leave(cudaSuccess);
 }

@@ -41,11 +41,27 @@ static int parse_size(const char *s, size_t *out) {
   if (errno || end == s) return -1;
   int shift = 0;
   switch (*end) {
-  case 'K': case 'k': shift = 10; end++; break;
-  case 'M': case 'm': shift = 20; end++; break;
-  case 'G': case 'g': shift = 30; end++; break;
-  case 'T': case 't': shift = 40; end++; break;
-  default: break;
+    case 'K':
+    case 'k':
+      shift = 10;
+      end++;
+      break;
+    case 'M':
+    case 'm':
+      shift = 20;
+      end++;
+      break;
+    case 'G':
+    case 'g':
+      shift = 30;
+      end++;
+      break;
+    case 'T':
+    case 't':
+      shift = 40;
+      end++;
+      break;
+    default: break;
   }
   if (*end != '\0' || v > (~0ULL >> shift)) return -1;
   *out = (size_t)(v << shift);

@@ -26,8 +26,10 @@ static cudaError_t create(cudaStream_t *out, unsigned flags, int priority) {
 }
 
 static void destroy(fc_stream *s) {
-  if (s->cap && s->cap->origin == s) fc_capture_drop(s->cap);
-  else if (s->cap) s->cap->invalidated = 1;
+  if (s->cap && s->cap->origin == s)
+    fc_capture_drop(s->cap);
+  else if (s->cap)
+    s->cap->invalidated = 1;
   HASH_DELETE(hh, fc.streams, s);
   fc_stream_unlink(s);
   free(s);
@@ -36,10 +38,10 @@ static void destroy(fc_stream *s) {
 void fc_streams_drop_device(int dev) {
   fc_capture *c, *ctmp;
   DL_FOREACH_SAFE(fc.captures, c, ctmp)
-    if (c->device == dev) fc_capture_drop(c);
+  if (c->device == dev) fc_capture_drop(c);
   fc_stream *s, *tmp;
   HASH_ITER(hh, fc.streams, s, tmp)
-    if (s->device == dev) destroy(s);
+  if (s->device == dev) destroy(s);
   fc_event *e, *etmp;
   HASH_ITER(hh, fc.events, e, etmp) {
     if (e->device != dev) continue;
@@ -140,11 +142,9 @@ static fc_event *event_find(cudaEvent_t h) {
 }
 
 static cudaError_t event_create(cudaEvent_t *out, unsigned flags) {
-  if (!out || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
-                                   cudaEventInterprocess)))
+  if (!out || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)))
     return cudaErrorInvalidValue;
-  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
-    return cudaErrorInvalidValue;
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return cudaErrorInvalidValue;
   fc_event *e = calloc(1, sizeof *e);
   if (!e) return cudaErrorMemoryAllocation;
   e->device = fc_cur_device();

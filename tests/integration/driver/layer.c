@@ -37,25 +37,25 @@ static long info_val(it_result *r, const char *key, long missing) {
   return missing;
 }
 
-#define STATIC_OUTPUT                                                                                   \
-  "lookup_init: rc=0 status=0 same_as_dlsym=1 same_as_fake=1\n"                                         \
-  "lookup_unknown: rc=0 null=1 status=1\n"                                                              \
-  "lookup_old: rc=0 null=1 status=2\n"                                                                  \
-  "lookup_future: rc=1\n"                                                                               \
-  "lookup_self: rc=0 status=0 got=1 rc2=0 same_free=1\n"                                                \
-  "lookup_v1: found=1 rc=0 same_free=1\n"                                                               \
-  "lookup_ptsz: rc=0 status=0 differs=1\n"                                                              \
-  "dlsym: init=1 missing=1 err=0\n"                                                                     \
-  "pairs: n=100 errors=0\n"                                                                             \
-  "errors: null_out=1 zero=1 alloc=0 interior=1 free=0 twice=1 bogus=1 null_free=0 oom=2 bad_elem=1 "   \
-  "info_null=1\n"                                                                                       \
-  "errors_freed: alloc=0 free=0 interior=1\n"                                                           \
-  "contents: alloc=0 write=0 read=0 same=1 free=0 alloc2=0 set=0 ok=1 free2=0\n"                        \
-  "pitch: alloc=0 pitch=1024 alloc2=0 pitch2=1024 write_last_row=0 free=0 free2=0\n"                    \
-  "meminfo: rc=0 total=17179869184 free0=17179869184 alloc=0 rc1=0 used=1048576 free=0 rc2=0 "          \
-  "free_after=17179869184\n"                                                                            \
-  "streams: create=0 alloc=0 free=0 alloc2=0 sync=0 legacy=0 ctx=0 destroy=0 again=400 free2=0\n"         \
-  "own_context: create=0 alloc=0 free=0 driver_allocs=3 destroy=0 back=0\n"                              \
+#define STATIC_OUTPUT                                                                                 \
+  "lookup_init: rc=0 status=0 same_as_dlsym=1 same_as_fake=1\n"                                       \
+  "lookup_unknown: rc=0 null=1 status=1\n"                                                            \
+  "lookup_old: rc=0 null=1 status=2\n"                                                                \
+  "lookup_future: rc=1\n"                                                                             \
+  "lookup_self: rc=0 status=0 got=1 rc2=0 same_free=1\n"                                              \
+  "lookup_v1: found=1 rc=0 same_free=1\n"                                                             \
+  "lookup_ptsz: rc=0 status=0 differs=1\n"                                                            \
+  "dlsym: init=1 missing=1 err=0\n"                                                                   \
+  "pairs: n=100 errors=0\n"                                                                           \
+  "errors: null_out=1 zero=1 alloc=0 interior=1 free=0 twice=1 bogus=1 null_free=0 oom=2 bad_elem=1 " \
+  "info_null=1\n"                                                                                     \
+  "errors_freed: alloc=0 free=0 interior=1\n"                                                         \
+  "contents: alloc=0 write=0 read=0 same=1 free=0 alloc2=0 set=0 ok=1 free2=0\n"                      \
+  "pitch: alloc=0 pitch=1024 alloc2=0 pitch2=1024 write_last_row=0 free=0 free2=0\n"                  \
+  "meminfo: rc=0 total=17179869184 free0=17179869184 alloc=0 rc1=0 used=1048576 free=0 rc2=0 "        \
+  "free_after=17179869184\n"                                                                          \
+  "streams: create=0 alloc=0 free=0 alloc2=0 sync=0 legacy=0 ctx=0 destroy=0 again=400 free2=0\n"     \
+  "own_context: create=0 alloc=0 free=0 driver_allocs=3 destroy=0 back=0\n"                           \
   "reset: alloc=0 free=0 alloc2=0 reset=0 stale_free=1 alloc3=0 free3=0\n"
 
 Test(shim_it_driver, static_runtime_lookups_native) {
@@ -165,11 +165,11 @@ Test(shim_it_driver, exit_report_of_a_static_runtime_program) {
   it_free(&s);
 }
 
-#define CAPTURE_OUTPUT                                                                                  \
-  "relaxed: create=0 warm=0 begin=0 alloc=0 free=0 alloc2=0 free2=0 end=0 graph=1\n"                     \
-  "global_alloc: begin=0 alloc=900 end=901 graph=0\n"                                                   \
-  "global_free: alloc=0 begin=0 free=900 end=901 free_after=0\n"                                        \
-  "thread_local: begin=0 bogus_free=900 end=901\n"                                                      \
+#define CAPTURE_OUTPUT                                                               \
+  "relaxed: create=0 warm=0 begin=0 alloc=0 free=0 alloc2=0 free2=0 end=0 graph=1\n" \
+  "global_alloc: begin=0 alloc=900 end=901 graph=0\n"                                \
+  "global_free: alloc=0 begin=0 free=900 end=901 free_after=0\n"                     \
+  "thread_local: begin=0 bogus_free=900 end=901\n"                                   \
   "misc: legacy=900 not_capturing=401 begin=0 destroy=0 alloc=0 free=0\n"
 
 /* No barrier or fence during a relaxed capture (it would end invalidated),
@@ -197,12 +197,12 @@ Test(shim_it_driver, program_linked_with_lcuda) {
   it_free(&s);
 }
 
-#define MIXED_OUTPUT                                                                                    \
-  "runtime_pairs: n=100 errors=0 last=0\n"                                                              \
-  "cross: rt_alloc=0 drv_free=0 drv_alloc=0 rt_free=0 twice=1 last=1 twice_drv=1\n"                     \
+#define MIXED_OUTPUT                                                                                     \
+  "runtime_pairs: n=100 errors=0 last=0\n"                                                               \
+  "cross: rt_alloc=0 drv_free=0 drv_alloc=0 rt_free=0 twice=1 last=1 twice_drv=1\n"                      \
   "meminfo: rc=0 total=17179869184 free0=17179869184 alloc=0 rc1=0 used=1048576 rc2=0 drv_used=1048576 " \
-  "free=0\n"                                                                                            \
-  "stream: create=0 alloc=0 free=0 other_thread=0 destroy=0\n"                                          \
+  "free=0\n"                                                                                             \
+  "stream: create=0 alloc=0 free=0 other_thread=0 destroy=0\n"                                           \
   "reset: alloc=0 reset=0 stale_free=1 last=1 alloc=0 free=0\n"
 
 /* One pool whichever layer: the runtime layer serves, the pool's own
@@ -235,8 +235,8 @@ Test(shim_it_driver, layer_runtime_still_frees_pool_pointers_at_the_driver) {
   mixed("CUDAPOOL_LAYER=runtime", 103);
 }
 
-#define NEXT_OUTPUT                                                                                     \
-  "local: loaded=1 next=target default=found main_default=main main_next=null malloc_next=1\n"          \
+#define NEXT_OUTPUT                                                                            \
+  "local: loaded=1 next=target default=found main_default=main main_next=null malloc_next=1\n" \
   "preloaded: next=target default=found main_default=main main_next=next\n"
 
 Test(shim_it_driver, dlsym_answers_relative_to_its_caller) {

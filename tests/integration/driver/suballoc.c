@@ -20,49 +20,49 @@ static const char *lib_env(void) {
   return env;
 }
 
-#define SUBALLOC_OUTPUT                                                                                     \
-  "free_async: create=0 alloc=0 before=1 free=0 neighbour_read=0 kept=1 neighbour_set=0 neighbour_ok=1\n"    \
-  "free_async_ptsz: free=0\n"                                                                               \
-  "free_async_reuse: alloc=0 free=0 free2=0\n"                                                              \
-  "free_async_errors: alloc=0 interior=1 interior_ptsz=1 first=0 twice=1 twice_ptsz=1 bogus=1 zero=1 "      \
-  "neighbour_ok=1 free=0\n"                                                                                 \
-  "free_async_foreign: got=1 free=0 twice=1 real_calls=2 live_freed=65536\n"                                \
-  "free_async_end: sync=0 destroy=0\n"                                                                      \
-  "capture_relaxed: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 usable=1 free_p=0 free_q=0 "   \
-  "destroy=0 sync=0\n"                                                                                      \
-  "capture_global: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 usable=1 free_p=0 free_q=0 "    \
-  "destroy=0 sync=0\n"                                                                                      \
-  "describe_alloc: errors=0\n"                                                                              \
-  "range_small_first: rc=0 base_is_block=1 size=1000\n"                                                     \
-  "range_small_first_last_byte: rc=0 base_is_block=1 size=1000\n"                                           \
-  "range_small_second: rc=0 base_is_block=1 size=3000\n"                                                    \
-  "range_small_second_interior: rc=0 base_is_block=1 size=3000\n"                                           \
-  "range_large_first: rc=0 base_is_block=1 size=5242880\n"                                                  \
-  "range_large_second_interior: rc=0 base_is_block=1 size=5242880\n"                                        \
-  "range_null_outputs: no_base=0 size=3000 no_size=0 base_is_block=1\n"                                     \
-  "attr_small_second: start=0:1 size=0:3000 context=0:1 type=0:2 dptr=0:1 ordinal=0:0 host=1\n"             \
-  "attr_small_second_all: rc=0 context=1 start=1 type=2 size=3000 ordinal=0 dptr=1 host_null=1\n"           \
-  "attr_large_second: start=0:1 size=0:5242880 context=0:1 type=0:2 dptr=0:1 ordinal=0:0 host=1\n"          \
-  "attr_large_second_all: rc=0 context=1 start=1 type=2 size=5242880 ordinal=0 dptr=1 host_null=1\n"        \
-  "buffer_id: rc=0 rc2=0 rc3=0 interior_same=1\n"                                                           \
-  "range_foreign: rc=0 base_is_block=1 size=8192\n"                                                         \
-  "attr_foreign: start=0:1 size=0:8192 context=0:1 type=0:2 dptr=0:1 ordinal=0:0 host=1\n"                  \
-  "attr_foreign_all: rc=0 context=1 start=1 type=2 size=8192 ordinal=0 dptr=1 host_null=1\n"                \
-  "range_host: rc=500 base_is_block=0 size=0\n"                                                             \
-  "attr_host: start=1:1 size=1:0 context=1:1 type=1:0 dptr=1:0 ordinal=1:-1 host=1\n"                       \
-  "attr_host_all: rc=0 context=1 start=1 type=0 size=0 ordinal=0 dptr=0 host_null=1\n"                      \
-  "describe_end: free=0 sync=0\n"                                                                           \
-  "ipc_alloc: errors=0\n"                                                                                   \
-  "ipc_small_first: rc=0 base_is_block=1 untouched=0\n"                                                     \
-  "ipc_large_first: rc=0 base_is_block=1 untouched=0\n"                                                     \
-  "ipc_interior_of_first: rc=0 base_is_block=1 untouched=0\n"                                               \
-  "ipc_foreign: rc=0 base_is_block=1 untouched=0\n"                                                         \
-  "ipc_host: rc=1 base_is_block=0 untouched=1\n"                                                            \
-  "ipc_zero: rc=1 base_is_block=0 untouched=1\n"                                                            \
-  "ipc_null_handle: rc=1\n"                                                                                 \
-  "ipc_past_request: rc=1 base_is_block=0 untouched=1\n"                                                    \
-  "ipc_freed_first: rc=1 base_is_block=0 untouched=1\n"                                                     \
-  "ipc_freed_second: rc=1 base_is_block=0 untouched=1\n"                                                    \
+#define SUBALLOC_OUTPUT                                                                                   \
+  "free_async: create=0 alloc=0 before=1 free=0 neighbour_read=0 kept=1 neighbour_set=0 neighbour_ok=1\n" \
+  "free_async_ptsz: free=0\n"                                                                             \
+  "free_async_reuse: alloc=0 free=0 free2=0\n"                                                            \
+  "free_async_errors: alloc=0 interior=1 interior_ptsz=1 first=0 twice=1 twice_ptsz=1 bogus=1 zero=1 "    \
+  "neighbour_ok=1 free=0\n"                                                                               \
+  "free_async_foreign: got=1 free=0 twice=1 real_calls=2 live_freed=65536\n"                              \
+  "free_async_end: sync=0 destroy=0\n"                                                                    \
+  "capture_relaxed: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 usable=1 free_p=0 free_q=0 " \
+  "destroy=0 sync=0\n"                                                                                    \
+  "capture_global: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 usable=1 free_p=0 free_q=0 "  \
+  "destroy=0 sync=0\n"                                                                                    \
+  "describe_alloc: errors=0\n"                                                                            \
+  "range_small_first: rc=0 base_is_block=1 size=1000\n"                                                   \
+  "range_small_first_last_byte: rc=0 base_is_block=1 size=1000\n"                                         \
+  "range_small_second: rc=0 base_is_block=1 size=3000\n"                                                  \
+  "range_small_second_interior: rc=0 base_is_block=1 size=3000\n"                                         \
+  "range_large_first: rc=0 base_is_block=1 size=5242880\n"                                                \
+  "range_large_second_interior: rc=0 base_is_block=1 size=5242880\n"                                      \
+  "range_null_outputs: no_base=0 size=3000 no_size=0 base_is_block=1\n"                                   \
+  "attr_small_second: start=0:1 size=0:3000 context=0:1 type=0:2 dptr=0:1 ordinal=0:0 host=1\n"           \
+  "attr_small_second_all: rc=0 context=1 start=1 type=2 size=3000 ordinal=0 dptr=1 host_null=1\n"         \
+  "attr_large_second: start=0:1 size=0:5242880 context=0:1 type=0:2 dptr=0:1 ordinal=0:0 host=1\n"        \
+  "attr_large_second_all: rc=0 context=1 start=1 type=2 size=5242880 ordinal=0 dptr=1 host_null=1\n"      \
+  "buffer_id: rc=0 rc2=0 rc3=0 interior_same=1\n"                                                         \
+  "range_foreign: rc=0 base_is_block=1 size=8192\n"                                                       \
+  "attr_foreign: start=0:1 size=0:8192 context=0:1 type=0:2 dptr=0:1 ordinal=0:0 host=1\n"                \
+  "attr_foreign_all: rc=0 context=1 start=1 type=2 size=8192 ordinal=0 dptr=1 host_null=1\n"              \
+  "range_host: rc=500 base_is_block=0 size=0\n"                                                           \
+  "attr_host: start=1:1 size=1:0 context=1:1 type=1:0 dptr=1:0 ordinal=1:-1 host=1\n"                     \
+  "attr_host_all: rc=0 context=1 start=1 type=0 size=0 ordinal=0 dptr=0 host_null=1\n"                    \
+  "describe_end: free=0 sync=0\n"                                                                         \
+  "ipc_alloc: errors=0\n"                                                                                 \
+  "ipc_small_first: rc=0 base_is_block=1 untouched=0\n"                                                   \
+  "ipc_large_first: rc=0 base_is_block=1 untouched=0\n"                                                   \
+  "ipc_interior_of_first: rc=0 base_is_block=1 untouched=0\n"                                             \
+  "ipc_foreign: rc=0 base_is_block=1 untouched=0\n"                                                       \
+  "ipc_host: rc=1 base_is_block=0 untouched=1\n"                                                          \
+  "ipc_zero: rc=1 base_is_block=0 untouched=1\n"                                                          \
+  "ipc_null_handle: rc=1\n"                                                                               \
+  "ipc_past_request: rc=1 base_is_block=0 untouched=1\n"                                                  \
+  "ipc_freed_first: rc=1 base_is_block=0 untouched=1\n"                                                   \
+  "ipc_freed_second: rc=1 base_is_block=0 untouched=1\n"                                                  \
   "ipc_end: errors=0 free=0 sync=0\n"
 
 /* Runs drv_suballoc with `how` natively and under the shim and checks what
@@ -121,4 +121,6 @@ Test(shim_it_driver, suballoc_calls_through_dlsym) { suballoc("dlsym", NULL); }
 Test(shim_it_driver, suballoc_calls_linked_with_lcuda) { suballoc("linked", NULL); }
 /* A driver whose cuGetProcAddress answers with addresses of its own: the
  * variants are recognised by name and version (dlsym_hook.c's rules). */
-Test(shim_it_driver, suballoc_calls_from_internal_addresses) { suballoc("proc", "FAKECU_PROC_TRAMPOLINES=1"); }
+Test(shim_it_driver, suballoc_calls_from_internal_addresses) {
+  suballoc("proc", "FAKECU_PROC_TRAMPOLINES=1");
+}

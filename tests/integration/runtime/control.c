@@ -71,10 +71,9 @@ Test(shim_it, exit_report_text_on_stderr) {
   it_free(&s);
 }
 
-static const char *const gauges[] = {"allocated_bytes", "reserved_bytes", "active_bytes",
-                                     "cached_bytes"};
-static const char *const counters[] = {"hits", "misses", "num_alloc_retries", "num_ooms",
-                                       "num_device_alloc", "num_device_free", "utilization"};
+static const char *const gauges[] = {"allocated_bytes", "reserved_bytes", "active_bytes", "cached_bytes"};
+static const char *const counters[] = {
+    "hits", "misses", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free", "utilization"};
 
 Test(shim_it, exit_report_json_to_a_file) {
   char dir[] = "/tmp/cudapool-it-XXXXXX", pattern[128], path[128];
@@ -151,18 +150,27 @@ Test(shim_it, shim_exports_only_unversioned_cuda_symbols) {
     size_t len = nl ? (size_t)(nl - l) : strlen(l);
     char name[512];
     snprintf(name, sizeof name, "%.*s", (int)len, l);
-    cr_assert(strncmp(name, "cu", 2) == 0 || strncmp(name, "__cuda", 6) == 0 ||
-                  strcmp(name, "dlsym") == 0,
+    cr_assert(strncmp(name, "cu", 2) == 0 || strncmp(name, "__cuda", 6) == 0 || strcmp(name, "dlsym") == 0,
               "unexpected export %s", name);
     cr_assert(eq(ptr, strchr(name, '@'), NULL), "versioned export %s", name);
     l = nl ? nl + 1 : l + len;
   }
-  const char *required[] = {"cudaMalloc", "cudaFree", "cudaStreamSynchronize",
-                            "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",
-                            "cudapool_stats", "cudapool_empty_cache", "cudapool_reset_peak",
-                            "cudapool_record_stream", "cudapool_set_limit",
-                            "cudapool_print_stats", "cudapool_version", "dlsym",
-                            "cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemFree_v2"};
+  const char *required[] = {"cudaMalloc",
+                            "cudaFree",
+                            "cudaStreamSynchronize",
+                            "cudaStreamSynchronize_ptsz",
+                            "cudaDeviceSynchronize",
+                            "cudapool_stats",
+                            "cudapool_empty_cache",
+                            "cudapool_reset_peak",
+                            "cudapool_record_stream",
+                            "cudapool_set_limit",
+                            "cudapool_print_stats",
+                            "cudapool_version",
+                            "dlsym",
+                            "cuGetProcAddress_v2",
+                            "cuMemAlloc_v2",
+                            "cuMemFree_v2"};
   for (size_t i = 0; i < sizeof required / sizeof *required; i++)
     cr_assert(has_line(syms, required[i]), "%s not exported", required[i]);
   it_free(&r);
@@ -176,8 +184,7 @@ Test(shim_it, fake_runtime_symbols_are_versioned_like_libcudart) {
   cr_assert(has_line(syms, "cudaMalloc@@libcudart.so.13"), "nm says:\n%s", syms);
   cr_assert(has_line(syms, "cudaStreamSynchronize_ptsz@@libcudart.so.13"));
   cr_assert(has_line(syms, "fakecuda_calls@@libcudart.so.13"));
-  snprintf(cmd, sizeof cmd, "nm -D --undefined-only '%s/progs/intercept' | awk '{print $2}'",
-           it_build());
+  snprintf(cmd, sizeof cmd, "nm -D --undefined-only '%s/progs/intercept' | awk '{print $2}'", it_build());
   cr_assert(has_line(it_shell(&r, cmd), "cudaMalloc@libcudart.so.13"));
   it_free(&r);
 }

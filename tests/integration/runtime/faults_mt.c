@@ -37,8 +37,8 @@ static void churn_with_barriers(const char *where) {
   long peak = it_val(&s, "pool", "reserved_peak_mib", -1);
   cr_assert(ge(long, peak, 0), "%s", s.out);
   cr_assert(le(long, peak, 42), "barriers keep the churn in a couple of segments\n%s", s.out);
-  cr_assert(eq(long, it_val(&s, "pool", "num_device_free", -1), 0),
-            "no segment had to be given back\n%s", s.out);
+  cr_assert(eq(long, it_val(&s, "pool", "num_device_free", -1), 0), "no segment had to be given back\n%s",
+            s.out);
   it_free(&s);
 }
 
@@ -46,9 +46,7 @@ Test(shim_it_mt, relaxed_nonblocking_capture_with_churn_on_the_legacy_stream) {
   churn_with_barriers("legacy");
 }
 
-Test(shim_it_mt, relaxed_nonblocking_capture_with_churn_on_its_own_stream) {
-  churn_with_barriers("own");
-}
+Test(shim_it_mt, relaxed_nonblocking_capture_with_churn_on_its_own_stream) { churn_with_barriers("own"); }
 
 /* A blocking stream captures: the legacy stream may not be touched, so no
  * barrier or fence can be issued. When the device is full the pool gives
@@ -69,8 +67,7 @@ Test(shim_it_mt, relaxed_blocking_capture_with_churn_gives_idle_segments_back) {
 Test(shim_it_mt, device_reset_while_eight_threads_allocate) {
   it_result n, s;
   it_same(&n, &s, NULL, "reset_threads", NULL);
-  cr_assert(eq(str, (char *)it_compared(&n),
-               "reset_threads: survived=1 setup=0 reset=0 malloc=0 free=0\n"));
+  cr_assert(eq(str, (char *)it_compared(&n), "reset_threads: survived=1 setup=0 reset=0 malloc=0 free=0\n"));
   cr_assert(eq(long, it_val(&s, "pool", "allocated", -1), 0), "%s", s.out);
   it_free(&n);
   it_free(&s);
@@ -102,8 +99,8 @@ Test(shim_it_mt, exit_report_after_a_reset_while_threads_allocate) {
   const it_json *d = it_json_at(devs, 0);
   cr_assert(eq(dbl, it_json_num(it_json_get(d, "device")), 0));
   cr_assert(eq(dbl, it_json_num(it_json_get(it_json_get(d, "allocated_bytes"), "current")), 0), "%s", text);
-  cr_assert(eq(dbl, it_json_num(it_json_get(d, "num_alloc")), it_json_num(it_json_get(d, "num_free"))),
-            "%s", text);
+  cr_assert(eq(dbl, it_json_num(it_json_get(d, "num_alloc")), it_json_num(it_json_get(d, "num_free"))), "%s",
+            text);
   cr_assert(eq(dbl, it_json_num(it_json_get(d, "num_alloc")), (double)it_val(&s, "pool", "num_alloc", -1)),
             "the report and the program's last look agree\n%s\n%s", text, s.out);
   it_json_free(j);

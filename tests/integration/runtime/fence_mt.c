@@ -6,20 +6,20 @@
  * Threaded: also built into the ThreadSanitizer test binary. */
 #include "it_check.h"
 
-#define NATIVE_FENCE                                                                    \
-  "fence_events: held=600 after_stream_sync=0 held2=600 after_release=0 "               \
-  "after_device_sync=0 legacy_held=600 after_event_sync=0 last=0\n"                     \
-  "fence_nonblocking_threads: errors=0 races=0 last=0\n"                                \
-  "fence_nonblocking_same_thread: errors=0 races=0 last=0\n"                            \
-  "fence_blocking_threads: errors=0 races=0 last=0\n"                                   \
-  "fence_legacy_same_thread: errors=0 races=0 last=0\n"                                 \
-  "fence_legacy_threads: errors=0 races=0 last=0\n"                                     \
-  "fence_per_thread_streams: errors=0 races=0 last=0\n"                                 \
-  "fence_nonblocking_to_legacy: errors=0 races=0 last=0\n"                              \
-  "fence_legacy_to_nonblocking: errors=0 races=0 last=0\n"                              \
-  "fence_after_device_sync: errors=0 races=0 last=0\n"                                 \
-  "fence_new_stream_threads: errors=0 races=0 last=0\n"                                \
-  "fence_new_stream_same_thread: errors=0 races=0 last=0\n"                            \
+#define NATIVE_FENCE                                                      \
+  "fence_events: held=600 after_stream_sync=0 held2=600 after_release=0 " \
+  "after_device_sync=0 legacy_held=600 after_event_sync=0 last=0\n"       \
+  "fence_nonblocking_threads: errors=0 races=0 last=0\n"                  \
+  "fence_nonblocking_same_thread: errors=0 races=0 last=0\n"              \
+  "fence_blocking_threads: errors=0 races=0 last=0\n"                     \
+  "fence_legacy_same_thread: errors=0 races=0 last=0\n"                   \
+  "fence_legacy_threads: errors=0 races=0 last=0\n"                       \
+  "fence_per_thread_streams: errors=0 races=0 last=0\n"                   \
+  "fence_nonblocking_to_legacy: errors=0 races=0 last=0\n"                \
+  "fence_legacy_to_nonblocking: errors=0 races=0 last=0\n"                \
+  "fence_after_device_sync: errors=0 races=0 last=0\n"                    \
+  "fence_new_stream_threads: errors=0 races=0 last=0\n"                   \
+  "fence_new_stream_same_thread: errors=0 races=0 last=0\n"               \
   "fence_stream_created_after_reuse: errors=0 races=0 last=0\n"
 
 Test(shim_it_mt, fake_race_detector_and_events) {

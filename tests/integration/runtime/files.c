@@ -89,8 +89,7 @@ Test(files, stats_pid_name_planted_as_symlink) {
   path_of(victim, "victim");
   put(victim, "precious\n");
   it_result r;
-  it_run_ok(&r, IT_SHIM, (const char *const[]){stats, NULL}, "files",
-            IT_ARGS("symlink", pattern, victim));
+  it_run_ok(&r, IT_SHIM, (const char *const[]){stats, NULL}, "files", IT_ARGS("symlink", pattern, victim));
   cr_assert(eq(str, (char *)contents(&r, victim), "precious\n"));
   report_on_stderr_after_one_warning(&r, "CUDAPOOL_STATS");
   cr_assert(eq(int, it_count_lines(r.err, "symbolic link"), 1), "%s", r.err);
@@ -182,8 +181,7 @@ Test(files, own_file_replaced_whole) {
   old[sizeof old - 2] = '\n';
   put(p, old);
   it_result r;
-  it_run_ok(&r, IT_SHIM, (const char *const[]){stats, "CUDAPOOL_STATS_FORMAT=json", NULL},
-            "files", NULL);
+  it_run_ok(&r, IT_SHIM, (const char *const[]){stats, "CUDAPOOL_STATS_FORMAT=json", NULL}, "files", NULL);
   cr_assert(eq(str, r.err, ""));
   it_json *j = it_json_parse(contents(&r, p));
   cr_assert(ne(ptr, j, NULL), "not one JSON value: %.200s", contents(&r, p));
@@ -199,8 +197,10 @@ Test(files, same_file_for_trace_and_stats_keeps_the_trace) {
     SETTING(trace, "CUDAPOOL_TRACE", names[i]);
     it_result r;
     it_run_ok(&r, IT_SHIM, (const char *const[]){stats, trace, NULL}, "files", NULL);
-    if (i == 0) path_of(p, names[i]);
-    else file_pattern(p, names[i], r.pid);
+    if (i == 0)
+      path_of(p, names[i]);
+    else
+      file_pattern(p, names[i], r.pid);
     const char *text = contents(&r, p);
     cr_assert(eq(int, strncmp(text, "Thread,Time,Action,Pointer,Size,Stream\n", 39), 0), "%s", text);
     cr_assert(eq(int, it_count_lines(text, ",allocate,"), 10), "%s", text);
@@ -234,8 +234,8 @@ Test(files, write_error_warned_and_report_on_stderr) {
 Test(files, trace_write_error_warned) {
   it_result r;
   it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_TRACE=/dev/full", NULL}, "files", NULL);
-  cr_assert(eq(int, it_count_lines(r.err, "cudapool: warning: CUDAPOOL_TRACE=\"/dev/full\""), 1),
-            "%s", r.err);
+  cr_assert(eq(int, it_count_lines(r.err, "cudapool: warning: CUDAPOOL_TRACE=\"/dev/full\""), 1), "%s",
+            r.err);
   cr_assert(eq(int, it_count_lines(r.err, "cudapool:"), 1), "%s", r.err);
   it_free(&r);
 }
@@ -247,8 +247,7 @@ Test(files, trace_lost_events_warned_at_exit) {
   SETTING(trace, "CUDAPOOL_TRACE", "trace.csv");
   path_of(p, "trace.csv");
   it_result r;
-  it_run_ok(&r, IT_SHIM, (const char *const[]){trace, NULL}, "files",
-            IT_ARGS("swap", p, "/dev/full"));
+  it_run_ok(&r, IT_SHIM, (const char *const[]){trace, NULL}, "files", IT_ARGS("swap", p, "/dev/full"));
   cr_assert(eq(int, it_count_lines(r.err, "cudapool:"), 1), "%s", r.err);
   cr_assert(eq(int, it_count_lines(r.err, "cudapool: warning: CUDAPOOL_TRACE="), 1), "%s", r.err);
   cr_assert(eq(int, it_count_lines(r.err, "No space left on device"), 1), "%s", r.err);
@@ -307,8 +306,8 @@ Test(files, stats_fifo_with_reader_gets_the_report) {
 Test(files, dev_stderr_and_dev_stdout_still_work) {
   it_result r;
   it_run_ok(&r, IT_SHIM,
-            (const char *const[]){"CUDAPOOL_STATS=/dev/stderr", "CUDAPOOL_TRACE=/dev/stdout", NULL},
-            "files", NULL);
+            (const char *const[]){"CUDAPOOL_STATS=/dev/stderr", "CUDAPOOL_TRACE=/dev/stdout", NULL}, "files",
+            NULL);
   cr_assert(eq(int, it_count_lines(r.err, "hit rate"), 1), "%s", r.err);
   cr_assert(eq(int, it_count_lines(r.err, "warning"), 0), "%s", r.err);
   cr_assert(eq(int, it_count_lines(r.out, "Thread,Time,Action,Pointer,Size,Stream"), 1), "%s", r.out);

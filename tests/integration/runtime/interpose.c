@@ -11,15 +11,15 @@
 
 #include "it_check.h"
 
-#define NATIVE_ERRORS                                                              \
-  "malloc0: rc=0 null=1 last=0\n"                                                  \
-  "free_null: rc=0 last=0\n"                                                       \
-  "free_interior: alloc=0 rc=1 last=1 last2=0 after=0\n"                           \
-  "double_free: alloc=0 first=0 rc=1 last=1 last2=0\n"                             \
-  "free_interior_of_freed: alloc=0 first=0 rc=1 last=1\n"                          \
-  "free_bogus: rc=1 last=1 last2=0\n"                                              \
-  "oom: rc=2 last=2 last2=0\n"                                                     \
-  "peek: rc=1 peek=1 peek2=1 last=1 last2=0\n"                                     \
+#define NATIVE_ERRORS                                     \
+  "malloc0: rc=0 null=1 last=0\n"                         \
+  "free_null: rc=0 last=0\n"                              \
+  "free_interior: alloc=0 rc=1 last=1 last2=0 after=0\n"  \
+  "double_free: alloc=0 first=0 rc=1 last=1 last2=0\n"    \
+  "free_interior_of_freed: alloc=0 first=0 rc=1 last=1\n" \
+  "free_bogus: rc=1 last=1 last2=0\n"                     \
+  "oom: rc=2 last=2 last2=0\n"                            \
+  "peek: rc=1 peek=1 peek2=1 last=1 last2=0\n"            \
   "persist: alloc=0 free=0 last=1\n"
 
 Test(shim_it, intercept_native) {

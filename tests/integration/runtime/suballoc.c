@@ -12,14 +12,14 @@
 #include "it_check.h"
 #include "it_info.h"
 
-#define FREE_OUTPUT                                                                                         \
-  "free_async: create=0 alloc=0 before=1 free=0 sync=0 neighbour_read=0 kept=1 neighbour_set=0 "            \
-  "neighbour_ok=1 last=0\n"                                                                                 \
-  "free_async_ptsz: free=0 sync=0 last=0\n"                                                                 \
-  "free_async_reuse: alloc=0 free=0 last=0\n"                                                               \
-  "free_async_errors: alloc=0 interior=1 last=1 interior_ptsz=1 last=1 first=0 twice=1 last=1 "             \
-  "twice_ptsz=1 last=1 bogus=1 last=1 neighbour_ok=1 free=0 last=0\n"                                       \
-  "free_async_foreign: got=1 free=0 twice=1 last=1 real_calls=2 live_freed=65536\n"                         \
+#define FREE_OUTPUT                                                                              \
+  "free_async: create=0 alloc=0 before=1 free=0 sync=0 neighbour_read=0 kept=1 neighbour_set=0 " \
+  "neighbour_ok=1 last=0\n"                                                                      \
+  "free_async_ptsz: free=0 sync=0 last=0\n"                                                      \
+  "free_async_reuse: alloc=0 free=0 last=0\n"                                                    \
+  "free_async_errors: alloc=0 interior=1 last=1 interior_ptsz=1 last=1 first=0 twice=1 last=1 "  \
+  "twice_ptsz=1 last=1 bogus=1 last=1 neighbour_ok=1 free=0 last=0\n"                            \
+  "free_async_foreign: got=1 free=0 twice=1 last=1 real_calls=2 live_freed=65536\n"              \
   "free_async_end: sync=0 destroy=0 last=0\n"
 
 /* A stream-ordered free of a pool block goes back to the pool: the real
@@ -48,11 +48,11 @@ Test(shim_it_suballoc, free_async_returns_blocks_to_the_pool) {
   it_free(&s);
 }
 
-#define CAPTURE_OUTPUT                                                                                      \
-  "capture_relaxed: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 last=1 usable=1 free_p=0 "     \
-  "free_q=0 destroy=0 sync=0 last=0\n"                                                                      \
-  "capture_global: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 last=1 usable=1 free_p=0 "      \
-  "free_q=0 destroy=0 sync=0 last=0\n"                                                                      \
+#define CAPTURE_OUTPUT                                                                                  \
+  "capture_relaxed: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 last=1 usable=1 free_p=0 " \
+  "free_q=0 destroy=0 sync=0 last=0\n"                                                                  \
+  "capture_global: create=0 alloc=0 begin=0 free=0 interior=1 end=0 graph=1 last=1 usable=1 free_p=0 "  \
+  "free_q=0 destroy=0 sync=0 last=0\n"                                                                  \
   "capture_end: sync=0 last=0\n"
 
 /* Natively the free becomes a node of the captured graph, run when the
@@ -75,21 +75,21 @@ Test(shim_it_suballoc, free_async_on_a_capturing_stream_keeps_the_block) {
   it_free(&s);
 }
 
-#define IPC_OUTPUT                                                                                          \
-  "ipc_alloc: rc=0\n"                                                                                       \
-  "ipc_small_first: rc=0 last=0 base_is_block=1 untouched=0\n"                                              \
-  "ipc_large_first: rc=0 last=0 base_is_block=1 untouched=0\n"                                              \
-  "ipc_own_segment: rc=0 last=0 base_is_block=1 untouched=0\n"                                              \
-  "ipc_interior_of_first: rc=0 last=0 base_is_block=1 untouched=0\n"                                        \
-  "ipc_foreign: rc=0 last=0 base_is_block=1 untouched=0\n"                                                  \
-  "ipc_host: rc=1 last=1 base_is_block=0 untouched=1\n"                                                     \
-  "ipc_null: rc=1 last=1 base_is_block=0 untouched=1\n"                                                     \
-  "ipc_null_handle: rc=1 last=1\n"                                                                          \
-  "ipc_past_request: rc=1 last=1 base_is_block=0 untouched=1\n"                                             \
-  "ipc_freed_first: rc=1 last=1 base_is_block=0 untouched=1\n"                                              \
-  "ipc_freed_second: rc=1 last=1 base_is_block=0 untouched=1\n"                                             \
-  "ipc_freed_own: rc=1 last=1 base_is_block=0 untouched=1\n"                                                \
-  "ipc_freed_alloc: rc=0\n"                                                                                 \
+#define IPC_OUTPUT                                                   \
+  "ipc_alloc: rc=0\n"                                                \
+  "ipc_small_first: rc=0 last=0 base_is_block=1 untouched=0\n"       \
+  "ipc_large_first: rc=0 last=0 base_is_block=1 untouched=0\n"       \
+  "ipc_own_segment: rc=0 last=0 base_is_block=1 untouched=0\n"       \
+  "ipc_interior_of_first: rc=0 last=0 base_is_block=1 untouched=0\n" \
+  "ipc_foreign: rc=0 last=0 base_is_block=1 untouched=0\n"           \
+  "ipc_host: rc=1 last=1 base_is_block=0 untouched=1\n"              \
+  "ipc_null: rc=1 last=1 base_is_block=0 untouched=1\n"              \
+  "ipc_null_handle: rc=1 last=1\n"                                   \
+  "ipc_past_request: rc=1 last=1 base_is_block=0 untouched=1\n"      \
+  "ipc_freed_first: rc=1 last=1 base_is_block=0 untouched=1\n"       \
+  "ipc_freed_second: rc=1 last=1 base_is_block=0 untouched=1\n"      \
+  "ipc_freed_own: rc=1 last=1 base_is_block=0 untouched=1\n"         \
+  "ipc_freed_alloc: rc=0\n"                                          \
   "ipc_end: free=0 sync=0 last=0\n"
 
 static const char *const ipc_inner[] = {"ipc_small_second", "ipc_large_second", "ipc_small_second_again"};

@@ -9,15 +9,15 @@
 #include "it_check.h"
 #include "it_info.h"
 
-#define RACE_OUTPUT                                                     \
-  "race_nonblocking_same_thread: errors=0 races=0 free=0 last=0\n"      \
-  "race_nonblocking_threads: errors=0 races=0 free=0 last=0\n"          \
-  "race_ptsz_nonblocking: errors=0 races=0 free=0 last=0\n"             \
-  "race_blocking_to_nonblocking: errors=0 races=0 free=0 last=0\n"      \
-  "race_nonblocking_to_legacy: errors=0 races=0 free=0 last=0\n"        \
-  "race_legacy_to_nonblocking: errors=0 races=0 free=0 last=0\n"        \
-  "race_per_thread_streams: errors=0 races=0 free=0 last=0\n"           \
-  "race_after_device_sync: errors=0 races=0 free=0 last=0\n"            \
+#define RACE_OUTPUT                                                \
+  "race_nonblocking_same_thread: errors=0 races=0 free=0 last=0\n" \
+  "race_nonblocking_threads: errors=0 races=0 free=0 last=0\n"     \
+  "race_ptsz_nonblocking: errors=0 races=0 free=0 last=0\n"        \
+  "race_blocking_to_nonblocking: errors=0 races=0 free=0 last=0\n" \
+  "race_nonblocking_to_legacy: errors=0 races=0 free=0 last=0\n"   \
+  "race_legacy_to_nonblocking: errors=0 races=0 free=0 last=0\n"   \
+  "race_per_thread_streams: errors=0 races=0 free=0 last=0\n"      \
+  "race_after_device_sync: errors=0 races=0 free=0 last=0\n"       \
   "race_end: sync=0 last=0\n"
 
 static const char *const scenarios[] = {

@@ -44,8 +44,8 @@ int main(int argc, char **argv) {
   int twice = cudaFree((void *)(uintptr_t)q);
   int last = (int)cudaGetLastError();
   int twice_drv = D.cuMemFree_v2(q);
-  printf("cross: rt_alloc=%d drv_free=%d drv_alloc=%d rt_free=%d twice=%d last=%d twice_drv=%d\n", a, f, a2, f2,
-         twice, last, twice_drv);
+  printf("cross: rt_alloc=%d drv_free=%d drv_alloc=%d rt_free=%d twice=%d last=%d twice_drv=%d\n", a, f, a2,
+         f2, twice, last, twice_drv);
 
   size_t free0 = 0, total = 0, free1 = 0, total1 = 0;
   int m0 = cudaMemGetInfo(&free0, &total);
@@ -53,8 +53,8 @@ int main(int argc, char **argv) {
   int m1 = cudaMemGetInfo(&free1, &total1);
   size_t dfree = 0, dtotal = 0;
   int m2 = D.cuMemGetInfo_v2(&dfree, &dtotal);
-  printf("meminfo: rc=%d total=%zu free0=%zu alloc=%d rc1=%d used=%zu rc2=%d drv_used=%zu free=%d\n", m0, total,
-         free0, a, m1, total1 - free1, m2, dtotal - dfree, cudaFree(p));
+  printf("meminfo: rc=%d total=%zu free0=%zu alloc=%d rc1=%d used=%zu rc2=%d drv_used=%zu free=%d\n", m0,
+         total, free0, a, m1, total1 - free1, m2, dtotal - dfree, cudaFree(p));
 
   /* One non-blocking stream: a pending block another thread wants needs
    * one barrier (two event records, two waits), whichever layer made it. */

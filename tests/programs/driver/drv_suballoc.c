@@ -36,7 +36,8 @@ static struct {
 static void *by_proc(const char *base, cuuint64_t flags) {
   void *fn = NULL;
   CUdriverProcAddressQueryResult st;
-  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS) return NULL;
+  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS)
+    return NULL;
   return fn;
 }
 
@@ -153,8 +154,8 @@ static void free_async(void) {
   long calls1 = fake_calls("cuMemFreeAsync"), live1 = fake_live(0);
   f = F.freeAsync(r, s);
   int twice_foreign = F.freeAsync(r, s);
-  printf("free_async_foreign: got=%d free=%d twice=%d real_calls=%ld live_freed=%ld\n", r != 0, f, twice_foreign,
-         fake_calls("cuMemFreeAsync") - calls1, live1 - fake_live(0));
+  printf("free_async_foreign: got=%d free=%d twice=%d real_calls=%ld live_freed=%ld\n", r != 0, f,
+         twice_foreign, fake_calls("cuMemFreeAsync") - calls1, live1 - fake_live(0));
   int sync = D.cuCtxSynchronize_v2(NULL);
   printf("free_async_end: sync=%d destroy=%d\n", sync, D.cuStreamDestroy_v2(s));
 }
@@ -211,9 +212,9 @@ static void attributes_of(const char *tag, CUdeviceptr ptr, CUdeviceptr start, C
   printf("%s: start=%d:%d size=%d:%zu context=%d:%d type=%d:%u dptr=%d:%d ordinal=%d:%d host=%d\n", tag, r1,
          rstart == start, r2, rsize, r3, pctx == ctx, r4, mtype, r5, dptr == ptr, r6, ordinal, r7);
 
-  CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_CONTEXT,          CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                 CU_POINTER_ATTRIBUTE_MEMORY_TYPE,      CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,   CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+  CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_CONTEXT,        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_MEMORY_TYPE,    CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
                                  CU_POINTER_ATTRIBUTE_HOST_POINTER};
   rstart = dptr = 1;
   rsize = 1;

@@ -55,7 +55,8 @@ int main(int argc, char **argv) {
     pthread_join(t[i], &rc);
     errors += (long)(intptr_t)rc;
   }
-  printf("threads: n=%d iterations=%d errors=%ld sync=%d\n", threads, iterations, errors, D.cuCtxSynchronize_v2(NULL));
+  printf("threads: n=%d iterations=%d errors=%ld sync=%d\n", threads, iterations, errors,
+         D.cuCtxSynchronize_v2(NULL));
   print_pool(0);
   return 0;
 }

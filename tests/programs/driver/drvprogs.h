@@ -24,34 +24,34 @@
 
 /* X(name, base, version): every entry point the programs use, looked up
  * under its base name with the version its variant appeared in. */
-#define DRV_FUNCS(X)                                                    \
-  X(cuInit, cuInit, 2000)                                               \
-  X(cuDeviceGet, cuDeviceGet, 2000)                                     \
-  X(cuCtxGetCurrent, cuCtxGetCurrent, 4000)                             \
-  X(cuCtxSetCurrent, cuCtxSetCurrent, 4000)                             \
-  X(cuCtxGetDevice, cuCtxGetDevice, 2000)                               \
-  X(cuCtxCreate_v2, cuCtxCreate, 3020)                                  \
-  X(cuCtxDestroy_v2, cuCtxDestroy, 4000)                                \
-  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000)           \
-  X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000)     \
-  X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000)         \
-  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000)             \
-  X(cuMemAlloc_v2, cuMemAlloc, 3020)                                    \
-  X(cuMemAllocPitch_v2, cuMemAllocPitch, 3020)                          \
-  X(cuMemFree_v2, cuMemFree, 3020)                                      \
-  X(cuMemGetInfo_v2, cuMemGetInfo, 3020)                                \
-  X(cuMemsetD8_v2, cuMemsetD8, 3020)                                    \
-  X(cuMemcpyHtoD_v2, cuMemcpyHtoD, 3020)                                \
-  X(cuMemcpyDtoH_v2, cuMemcpyDtoH, 3020)                                \
-  X(cuStreamCreate, cuStreamCreate, 2000)                               \
-  X(cuStreamDestroy_v2, cuStreamDestroy, 4000)                          \
-  X(cuStreamSynchronize, cuStreamSynchronize, 2000)                     \
-  X(cuCtxSynchronize_v2, cuCtxSynchronize, 13000)                       \
-  X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010)               \
-  X(cuStreamEndCapture, cuStreamEndCapture, 10000)                      \
-  X(cuEventCreate, cuEventCreate, 2000)                                 \
-  X(cuEventRecord, cuEventRecord, 2000)                                 \
-  X(cuEventDestroy_v2, cuEventDestroy, 4000)                            \
+#define DRV_FUNCS(X)                                                \
+  X(cuInit, cuInit, 2000)                                           \
+  X(cuDeviceGet, cuDeviceGet, 2000)                                 \
+  X(cuCtxGetCurrent, cuCtxGetCurrent, 4000)                         \
+  X(cuCtxSetCurrent, cuCtxSetCurrent, 4000)                         \
+  X(cuCtxGetDevice, cuCtxGetDevice, 2000)                           \
+  X(cuCtxCreate_v2, cuCtxCreate, 3020)                              \
+  X(cuCtxDestroy_v2, cuCtxDestroy, 4000)                            \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000)       \
+  X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000) \
+  X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000)     \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000)         \
+  X(cuMemAlloc_v2, cuMemAlloc, 3020)                                \
+  X(cuMemAllocPitch_v2, cuMemAllocPitch, 3020)                      \
+  X(cuMemFree_v2, cuMemFree, 3020)                                  \
+  X(cuMemGetInfo_v2, cuMemGetInfo, 3020)                            \
+  X(cuMemsetD8_v2, cuMemsetD8, 3020)                                \
+  X(cuMemcpyHtoD_v2, cuMemcpyHtoD, 3020)                            \
+  X(cuMemcpyDtoH_v2, cuMemcpyDtoH, 3020)                            \
+  X(cuStreamCreate, cuStreamCreate, 2000)                           \
+  X(cuStreamDestroy_v2, cuStreamDestroy, 4000)                      \
+  X(cuStreamSynchronize, cuStreamSynchronize, 2000)                 \
+  X(cuCtxSynchronize_v2, cuCtxSynchronize, 13000)                   \
+  X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010)           \
+  X(cuStreamEndCapture, cuStreamEndCapture, 10000)                  \
+  X(cuEventCreate, cuEventCreate, 2000)                             \
+  X(cuEventRecord, cuEventRecord, 2000)                             \
+  X(cuEventDestroy_v2, cuEventDestroy, 4000)                        \
   X(cuStreamWaitEvent, cuStreamWaitEvent, 3020)
 
 typedef struct drv {
@@ -73,11 +73,10 @@ static inline void drv_load(void) {
   }
   D.getProc = (__typeof__(cuGetProcAddress_v2) *)dlsym(D.lib, "cuGetProcAddress_v2");
   if (!D.getProc) exit(3);
-#define DRV_LOOKUP(name, base, version)                                                     \
-  if (D.getProc(#base, (void **)&D.name, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) || \
-      !D.name) {                                                                             \
-    printf("setup: no %s\n", #base);                                                         \
-    exit(3);                                                                                 \
+#define DRV_LOOKUP(name, base, version)                                                                  \
+  if (D.getProc(#base, (void **)&D.name, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) || !D.name) { \
+    printf("setup: no %s\n", #base);                                                                     \
+    exit(3);                                                                                             \
   }
   DRV_FUNCS(DRV_LOOKUP)
 #undef DRV_LOOKUP
@@ -89,7 +88,8 @@ static inline CUcontext drv_setup(void) {
   drv_load();
   CUdevice dev = 0;
   CUcontext ctx = NULL;
-  if (D.cuInit(0) || D.cuDeviceGet(&dev, 0) || D.cuDevicePrimaryCtxRetain(&ctx, dev) || D.cuCtxSetCurrent(ctx)) {
+  if (D.cuInit(0) || D.cuDeviceGet(&dev, 0) || D.cuDevicePrimaryCtxRetain(&ctx, dev) ||
+      D.cuCtxSetCurrent(ctx)) {
     printf("setup: cannot make a context\n");
     exit(3);
   }
@@ -104,7 +104,7 @@ static inline long fake_calls(const char *fn) {
 }
 
 static inline long fake_live(int dev) {
-  size_t (*f)(int) = (size_t (*)(int))drv_hook("fakecu_live_bytes");
+  size_t (*f)(int) = (size_t(*)(int))drv_hook("fakecu_live_bytes");
   return f ? (long)f(dev) : -1;
 }
 
@@ -113,13 +113,14 @@ static inline void *fake_entry(const char *name) {
   return f ? f(name) : NULL;
 }
 
-
 static inline void print_pool(int dev) {
   cudapool_stats_t s;
   int rc = pool_stats(dev, &s);
   if (rc != 0) {
-    if (rc < 0) printf("pool: nopool\n");
-    else printf("pool: dev=%d error=%d\n", dev, rc);
+    if (rc < 0)
+      printf("pool: nopool\n");
+    else
+      printf("pool: dev=%d error=%d\n", dev, rc);
     return;
   }
   printf("pool: dev=%d hits=%llu misses=%llu num_alloc=%llu num_free=%llu num_device_alloc=%llu "

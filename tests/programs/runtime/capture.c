@@ -121,8 +121,8 @@ static void thread_local_own(void) {
   int l1 = LAST();
   int gnull;
   int end = end_capture(s, &gnull);
-  printf("capture_threadlocal_own: begin=%d malloc=%d last=%d end=%d graph_null=%d last2=%d\n",
-         begin, m, l1, end, gnull, LAST());
+  printf("capture_threadlocal_own: begin=%d malloc=%d last=%d end=%d graph_null=%d last2=%d\n", begin, m, l1,
+         end, gnull, LAST());
   cudaStreamDestroy(s);
 }
 

@@ -27,7 +27,8 @@ static int printed(int (*print)(FILE *, const char *), const char *fmt, int *fir
   *len = ftell(f);
   rewind(f);
   int c;
-  while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t') {}
+  while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t') {
+  }
   *first = c;
   fclose(f);
   return rc;
@@ -61,8 +62,8 @@ int main(void) {
   s.version = 999;
   int badver = st(0, &s);
   s.version = CUDAPOOL_STATS_VERSION;
-  printf("control: stats=%d badsize=%d badver=%d null=%d nodev=%d\n", st(0, &s), badsize, badver,
-         st(0, NULL), st(99, &s));
+  printf("control: stats=%d badsize=%d badver=%d null=%d nodev=%d\n", st(0, &s), badsize, badver, st(0, NULL),
+         st(99, &s));
 
   cudaMalloc(&q, MiB);
   s = stats(st, 0);
@@ -79,8 +80,8 @@ int main(void) {
 
   int e = empty(-1);
   s = stats(st, 0);
-  printf("control: empty=%d reserved_after=%lld live_after=%ld\n", e,
-         (long long)s.reserved_bytes.current, fake_live(0));
+  printf("control: empty=%d reserved_after=%lld live_after=%ld\n", e, (long long)s.reserved_bytes.current,
+         fake_live(0));
 
   cudaMalloc(&p, 2 * MiB);
   cudaFree(p);
@@ -94,8 +95,7 @@ int main(void) {
   int sl0 = set_limit(0, 0);
   int under = cudaMalloc(&p, 8 * MiB);
   cudaFree(p);
-  printf("control: set_limit=%d over=%d last=%d unlimited=%d after=%d\n", sl, over, last, sl0,
-         under);
+  printf("control: set_limit=%d over=%d last=%d unlimited=%d after=%d\n", sl, over, last, sl0, under);
 
   int first = 0;
   long len = 0;

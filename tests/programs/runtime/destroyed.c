@@ -74,9 +74,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   const char *what = argc > 1 ? argv[1] : "";
-  if (!strcmp(what, "blocking_busy")) blocking_busy();
-  else if (!strcmp(what, "capturing_nonblocking")) capturing(1);
-  else if (!strcmp(what, "capturing_blocking")) capturing(0);
+  if (!strcmp(what, "blocking_busy"))
+    blocking_busy();
+  else if (!strcmp(what, "capturing_nonblocking"))
+    capturing(1);
+  else if (!strcmp(what, "capturing_blocking"))
+    capturing(0);
   else {
     fprintf(stderr, "usage: destroyed blocking_busy|capturing_nonblocking|capturing_blocking\n");
     return 2;

@@ -23,8 +23,8 @@ int main(void) {
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
   printf("device: count=%d rc=%d props=%d name_ok=%d mem_ok=%d bad_set=%d last=%d driver=%d "
          "runtime=%d major=%d\n",
-         count, c, pr, strcmp(prop.name, "cudapool fake device") == 0 || pr != 0,
-         prop.totalGlobalMem > 0, bad, l1, drv, rt, major);
+         count, c, pr, strcmp(prop.name, "cudapool fake device") == 0 || pr != 0, prop.totalGlobalMem > 0,
+         bad, l1, drv, rt, major);
   printf("names: %s %s %s \"%s\"\n", cudaGetErrorName(cudaErrorInvalidValue),
          cudaGetErrorName(cudaErrorStreamCaptureInvalidated), cudaGetErrorName((cudaError_t)12345),
          cudaGetErrorString(cudaErrorMemoryAllocation));
@@ -36,8 +36,7 @@ int main(void) {
   int type = a.type, dev = a.device;
   int x = 0;
   cudaPointerGetAttributes(&a, &x);
-  printf("attributes: alloc=%d rc=%d type=%d device=%d host_type=%d\n", al, at, type, dev,
-         (int)a.type);
+  printf("attributes: alloc=%d rc=%d type=%d device=%d host_type=%d\n", al, at, type, dev, (int)a.type);
 
   char in[64] = "cudapool", out[64] = {0};
   int h2d = cudaMemcpy((char *)p + 100, in, sizeof in, cudaMemcpyHostToDevice);
@@ -72,8 +71,8 @@ int main(void) {
   l1 = LAST();
   unsigned flags = 9;
   cudaStreamGetFlags(s, &flags);
-  printf("streams: create=%d elapsed=%d ms_ok=%d not_ready=%d last=%d bogus=%d last2=%d flags=%u\n",
-         sc, el, ms >= 0, nr, l2, bogus, l1, flags);
+  printf("streams: create=%d elapsed=%d ms_ok=%d not_ready=%d last=%d bogus=%d last2=%d flags=%u\n", sc, el,
+         ms >= 0, nr, l2, bogus, l1, flags);
 
   int rs = cudaDeviceReset();
   int sd = cudaStreamDestroy(s);
@@ -81,7 +80,7 @@ int main(void) {
   int ed = cudaEventDestroy(e0);
   l2 = LAST();
   int fr = cudaFree(p);
-  printf("reset: rc=%d stream_destroy=%d last=%d event_destroy=%d last2=%d free=%d last3=%d\n",
-         rs, sd, l1, ed, l2, fr, LAST());
+  printf("reset: rc=%d stream_destroy=%d last=%d event_destroy=%d last2=%d free=%d last3=%d\n", rs, sd, l1,
+         ed, l2, fr, LAST());
   return 0;
 }

@@ -42,8 +42,7 @@ enum between { NOTHING, DEVICE_SYNC, NEW_STREAM };
 /* First job writes and frees on s1; the second allocates and writes on s2,
  * or on a stream created after the free (NEW_STREAM), optionally after a
  * synchronisation. */
-static void scenario(const char *tag, cudaStream_t s1, cudaStream_t s2, int threaded,
-                     enum between between) {
+static void scenario(const char *tag, cudaStream_t s1, cudaStream_t s2, int threaded, enum between between) {
   long r0 = fake_races();
   fake_hold(1);
   struct job a = {.stream = s1, .value = 1}, b = {.stream = s2, .value = 2};
@@ -78,8 +77,8 @@ static void stream_after_reuse(cudaStream_t s1) {
   errors += cudaMemsetAsync(d, 2, size, fresh);
   errors += cudaFree(c) | cudaFree(d) | cudaStreamDestroy(fresh);
   fake_hold(0);
-  printf("fence_stream_created_after_reuse: errors=%d races=%ld last=%d\n", errors,
-         fake_races() - r0, (int)cudaGetLastError());
+  printf("fence_stream_created_after_reuse: errors=%d races=%ld last=%d\n", errors, fake_races() - r0,
+         (int)cudaGetLastError());
   printf("info: fence_stream_created_after_reuse reused=%d\n", (c == a || c == b) + (d == a || d == b));
 }
 

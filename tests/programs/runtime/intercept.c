@@ -14,8 +14,7 @@ int main(int argc, char **argv) {
     if (cudaFree(p) != cudaSuccess) errors++;
   }
   printf("intercept: pairs=%d errors=%d last=%d\n", pairs, errors, (int)cudaGetLastError());
-  printf("info: driver_mallocs=%ld driver_frees=%ld\n", fake_calls("cudaMalloc"),
-         fake_calls("cudaFree"));
+  printf("info: driver_mallocs=%ld driver_frees=%ld\n", fake_calls("cudaMalloc"), fake_calls("cudaFree"));
   print_pool(0);
   return 0;
 }

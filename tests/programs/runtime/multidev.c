@@ -28,8 +28,8 @@ int main(void) {
   errors += cudaFree(q1) != cudaSuccess;
   int cur = -1;
   cudaGetDevice(&cur);
-  printf("multidev: count=%d errors=%d p0=%d p1=%d free_cross=%d q0=%d q1=%d cur=%d last=%d\n",
-         count, errors, d0, d1, cross, e0, e1, cur, (int)cudaGetLastError());
+  printf("multidev: count=%d errors=%d p0=%d p1=%d free_cross=%d q0=%d q1=%d cur=%d last=%d\n", count, errors,
+         d0, d1, cross, e0, e1, cur, (int)cudaGetLastError());
   print_pool(0);
   print_pool(1);
   return 0;

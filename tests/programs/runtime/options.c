@@ -7,10 +7,10 @@ static size_t parse(const char *s) {
   char *end;
   size_t v = strtoull(s, &end, 10);
   switch (*end) {
-  case 'K': return v << 10;
-  case 'M': return v << 20;
-  case 'G': return v << 30;
-  default: return v;
+    case 'K': return v << 10;
+    case 'M': return v << 20;
+    case 'G': return v << 30;
+    default: return v;
   }
 }
 

@@ -36,28 +36,29 @@ static inline long fake_races(void) {
 }
 
 static inline long fake_live(int dev) {
-  size_t (*f)(int) = (size_t (*)(int))prog_sym("fakecuda_live_bytes");
+  size_t (*f)(int) = (size_t(*)(int))prog_sym("fakecuda_live_bytes");
   return f ? (long)f(dev) : -1;
 }
-
 
 static inline void print_pool(int dev) {
   cudapool_stats_t s;
   int rc = pool_stats(dev, &s);
   if (rc != 0) {
-    if (rc < 0) printf("pool: nopool\n");
-    else printf("pool: dev=%d error=%d\n", dev, rc);
+    if (rc < 0)
+      printf("pool: nopool\n");
+    else
+      printf("pool: dev=%d error=%d\n", dev, rc);
     return;
   }
   printf("pool: dev=%d hits=%llu misses=%llu num_alloc=%llu num_free=%llu "
          "num_device_alloc=%llu num_device_free=%llu num_ooms=%llu allocated=%lld "
          "allocated_peak=%lld reserved=%lld cached=%lld segments=%lld\n",
-         dev, (unsigned long long)s.hits, (unsigned long long)s.misses,
-         (unsigned long long)s.num_alloc, (unsigned long long)s.num_free,
-         (unsigned long long)s.num_device_alloc, (unsigned long long)s.num_device_free,
-         (unsigned long long)s.num_ooms, (long long)s.allocated_bytes.current,
-         (long long)s.allocated_bytes.peak, (long long)s.reserved_bytes.current,
-         (long long)s.cached_bytes.current, (long long)s.segments.current);
+         dev, (unsigned long long)s.hits, (unsigned long long)s.misses, (unsigned long long)s.num_alloc,
+         (unsigned long long)s.num_free, (unsigned long long)s.num_device_alloc,
+         (unsigned long long)s.num_device_free, (unsigned long long)s.num_ooms,
+         (long long)s.allocated_bytes.current, (long long)s.allocated_bytes.peak,
+         (long long)s.reserved_bytes.current, (long long)s.cached_bytes.current,
+         (long long)s.segments.current);
 }
 
 #endif

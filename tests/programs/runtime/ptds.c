@@ -13,8 +13,8 @@ int main(void) {
   int f = cudaFree(p);
   int a2 = cudaMalloc(&q, MiB);
   int f2 = cudaFree(q);
-  printf("ptds: alloc=%d memset=%d sync=%d copy=%d value=%d free=%d alloc2=%d free2=%d last=%d\n",
-         a, ms, sy, cp, host[15], f, a2, f2, (int)cudaGetLastError());
+  printf("ptds: alloc=%d memset=%d sync=%d copy=%d value=%d free=%d alloc2=%d free2=%d last=%d\n", a, ms, sy,
+         cp, host[15], f, a2, f2, (int)cudaGetLastError());
   printf("info: sync_ptsz=%ld memcpy_ptds=%ld\n", fake_calls("cudaStreamSynchronize_ptsz"),
          fake_calls("cudaMemcpy_ptds"));
   print_pool(0);

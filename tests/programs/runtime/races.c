@@ -58,8 +58,8 @@ int main(void) {
   errors += cudaFree(p) != cudaSuccess;
   printf("races: errors=%d unordered=%ld event_wait=%ld legacy_after_blocking=%ld "
          "blocking_after_legacy=%ld legacy_after_nonblocking=%ld stream_sync=%ld disjoint=%ld\n",
-         errors, unordered, waited, legacy_blocking, blocking_after_legacy, legacy_nonblocking,
-         synced, disjoint);
+         errors, unordered, waited, legacy_blocking, blocking_after_legacy, legacy_nonblocking, synced,
+         disjoint);
   cudaEventDestroy(e);
   cudaStreamDestroy(a);
   cudaStreamDestroy(b);

@@ -22,7 +22,7 @@
 #define WARMUP 200
 #define AFTER 200
 
-static atomic_int warmed;   /* threads past WARMUP pairs */
+static atomic_int warmed; /* threads past WARMUP pairs */
 static atomic_bool reset_done;
 
 struct worker {

@@ -121,9 +121,8 @@ int main(int argc, char **argv) {
     corrupt += w[i].corrupt;
   }
   if (held) fake_hold(0);
-  printf("stress: threads=%d iterations=%d errors=%d overlaps=%d corrupt=%d races=%ld last=%d\n",
-         threads, iterations, errors, overlaps, corrupt, fake_races() - r0,
-         (int)cudaGetLastError());
+  printf("stress: threads=%d iterations=%d errors=%d overlaps=%d corrupt=%d races=%ld last=%d\n", threads,
+         iterations, errors, overlaps, corrupt, fake_races() - r0, (int)cudaGetLastError());
   print_pool(0);
   return 0;
 }

@@ -188,11 +188,15 @@ static void scenario(const char *tag, cudaStream_t s1, cudaStream_t s2, int vari
   fake_hold(1);
   struct job a = {.stream = s1, .value = 1, .free_async = variant}, b = {.stream = s2, .value = 2};
   struct worker wa, wb;
-  if (threaded) start(&wa, &a);
-  else alloc_write(&a);
+  if (threaded)
+    start(&wa, &a);
+  else
+    alloc_write(&a);
   if (device_sync) a.errors += cudaDeviceSynchronize() != cudaSuccess;
-  if (threaded) start(&wb, &b);
-  else alloc_write(&b);
+  if (threaded)
+    start(&wb, &b);
+  else
+    alloc_write(&b);
   if (threaded) {
     finish(&wa);
     finish(&wb);
@@ -332,10 +336,14 @@ int main(int argc, char **argv) {
     return 0;
   }
   const char *part = argc > 1 ? argv[1] : "";
-  if (strcmp(part, "free") == 0) free_async();
-  else if (strcmp(part, "race") == 0) race();
-  else if (strcmp(part, "capture") == 0) capture();
-  else if (strcmp(part, "ipc") == 0) ipc();
+  if (strcmp(part, "free") == 0)
+    free_async();
+  else if (strcmp(part, "race") == 0)
+    race();
+  else if (strcmp(part, "capture") == 0)
+    capture();
+  else if (strcmp(part, "ipc") == 0)
+    ipc();
   else {
     fprintf(stderr, "usage: suballoc free|race|capture|ipc\n");
     return 2;

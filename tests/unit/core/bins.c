@@ -108,7 +108,8 @@ ParameterizedTest(class_case_t *c, bins, class_of_size) {
   cr_assert(class_bit(&B, c->cls), "unit %zu size %zu: class %u not marked", c->unit, c->size, c->cls);
   cr_assert(eq(u64, B.top, UINT64_C(1) << (c->cls / 64)), "size %zu: summary bit of word %u", c->size,
             c->cls / 64);
-  cr_assert(eq(ptr, (void *)RB_ROOT(&B.tree[c->cls]), (void *)&b), "size %zu: not in tree %u", c->size, c->cls);
+  cr_assert(eq(ptr, (void *)RB_ROOT(&B.tree[c->cls]), (void *)&b), "size %zu: not in tree %u", c->size,
+            c->cls);
   cr_assert(eq(sz, B.count, 1));
   cr_assert(eq(sz, B.bytes, c->size));
   cp_bins_remove(&B, &b);
@@ -194,12 +195,11 @@ static const size_t fit_sizes[] = {1 * U, 3 * U, 32 * U, 33 * U, 63 * U, 127 * U
 
 ParameterizedTestParameters(bins, best_fit_is_the_smallest_that_fits) {
   static fit_case_t cases[] = {
-      {0, 0},           {1, 0},          {U, 0},           {U + 1, 1},       {2 * U, 1},
-      {3 * U, 1},       {4 * U, 2},      {31 * U, 2},      {32 * U, 2},      {32 * U + 1, 3},
-      {33 * U, 3},      {33 * U + 1, 4}, {34 * U, 4},      {63 * U, 4},      {64 * U, 5},
-      {127 * U, 5},     {127 * U + 1, 6}, {128 * U, 6},    {128 * U + 1, 7}, {1 * GiB, 7},
-      {1 * GiB + 1, 8}, {S700 - U, 8},   {S700, 8},        {S700 + 1, -1},   {S700 + U, -1},
-      {SIZE_MAX, -1},
+      {0, 0},           {1, 0},         {U, 0},           {U + 1, 1},      {2 * U, 1},       {3 * U, 1},
+      {4 * U, 2},       {31 * U, 2},    {32 * U, 2},      {32 * U + 1, 3}, {33 * U, 3},      {33 * U + 1, 4},
+      {34 * U, 4},      {63 * U, 4},    {64 * U, 5},      {127 * U, 5},    {127 * U + 1, 6}, {128 * U, 6},
+      {128 * U + 1, 7}, {1 * GiB, 7},   {1 * GiB + 1, 8}, {S700 - U, 8},   {S700, 8},        {S700 + 1, -1},
+      {S700 + U, -1},   {SIZE_MAX, -1},
   };
   return cr_make_param_array(fit_case_t, cases, sizeof cases / sizeof cases[0]);
 }
@@ -258,8 +258,8 @@ Test(bins, best_fit_prefers_size_over_address_across_classes) {
    * small; the next non-empty class (34) must win over a larger block at a
    * lower address in a later class */
   cp_block_t in_class = block(0x400000, 32 * U);
-  cp_block_t next = block(0x300000, 36 * U);  /* class 34 */
-  cp_block_t later = block(0x100000, 60 * U); /* class 46 */
+  cp_block_t next = block(0x300000, 36 * U);       /* class 34 */
+  cp_block_t later = block(0x100000, 60 * U);      /* class 46 */
   cp_block_t lower_same = block(0x200000, 37 * U); /* class 34 too, larger */
   cp_bins_insert(&B, &later);
   cp_bins_insert(&B, &lower_same);
@@ -449,7 +449,8 @@ Test(bins, random_operations_keep_bits_trees_and_counts_consistent) {
     for (int j = 0; j < SLOTS; j++) {
       if (!in[j]) continue;
       const cp_block_t *b = &blocks[j];
-      if (b->size >= req && (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)))
+      if (b->size >= req &&
+          (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr)))
         best = b;
       if (!largest || b->size > largest->size) largest = b;
     }

@@ -6,7 +6,7 @@
  * is never released, and its pending blocks are never handed out. */
 #include "core_fixture.h"
 
-#define BLOCK (4 * MiB)   /* large pool: five to a 20 MiB segment */
+#define BLOCK (4 * MiB) /* large pool: five to a 20 MiB segment */
 #define SEGMENT (20 * MiB)
 
 /* A 40 MiB device, no barrier, no fence. */

@@ -150,13 +150,13 @@ Test(limits, every_counter_after_an_exact_sequence) {
   cp_config_default(&cfg);
   cfg.split_barrier_pending = 1; /* any pending block makes a split ask for a barrier */
   fx_open_cfg(&cfg, 1 * GiB);
-  uintptr_t a = fx_alloc(1000);      /* miss: 2 MiB small segment, block 1024 */
-  uintptr_t b = fx_alloc(5 * MiB);   /* miss: 20 MiB segment, split */
-  fx_free(a, 0);                     /* pending */
-  uintptr_t c = fx_alloc(1000);      /* the ready rest would need a split: barrier, a merges back */
+  uintptr_t a = fx_alloc(1000);    /* miss: 2 MiB small segment, block 1024 */
+  uintptr_t b = fx_alloc(5 * MiB); /* miss: 20 MiB segment, split */
+  fx_free(a, 0);                   /* pending */
+  uintptr_t c = fx_alloc(1000);    /* the ready rest would need a split: barrier, a merges back */
   cr_assert(eq(u64, c, a));
   fx_free(b, 0);
-  uintptr_t d = fx_alloc(5 * MiB);   /* the same in the large pool */
+  uintptr_t d = fx_alloc(5 * MiB); /* the same in the large pool */
   cr_assert(eq(u64, d, b));
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(i64, s.allocated_bytes.current, 1024 + 5 * MiB));

@@ -33,8 +33,8 @@ typedef struct model {
   int nlive;
   dirty_t dirty[MAX_DIRTY];
   int ndirty;
-  uint64_t syncs;                /* device syncs reported so far */
-  uint64_t stream_syncs[4];      /* syncs reported per stream */
+  uint64_t syncs;           /* device syncs reported so far */
+  uint64_t stream_syncs[4]; /* syncs reported per stream */
   int64_t allocated, requested;
   uint64_t rng;
 } model_t;
@@ -55,8 +55,8 @@ static size_t random_size(model_t *m) {
 }
 
 static bool safe_now(const model_t *m, const dirty_t *d) {
-  return F.sim.barriers > d->barriers || F.sim.fences_completed > d->fences_recorded ||
-         m->syncs > d->syncs || (!d->recorded && m->stream_syncs[d->stream] > d->stream_syncs);
+  return F.sim.barriers > d->barriers || F.sim.fences_completed > d->fences_recorded || m->syncs > d->syncs ||
+         (!d->recorded && m->stream_syncs[d->stream] > d->stream_syncs);
 }
 
 static void forget_safe(model_t *m) {
@@ -107,43 +107,45 @@ static void do_free(model_t *m) {
   m->requested -= (int64_t)l.requested;
   if (m->ndirty == MAX_DIRTY) forget_safe(m);
   cr_assert(m->ndirty < MAX_DIRTY);
-  m->dirty[m->ndirty++] = (dirty_t){l.addr, l.size, l.stream, key, l.recorded, F.sim.barriers,
-                                    F.sim.fences_recorded, m->syncs, m->stream_syncs[l.stream]};
+  m->dirty[m->ndirty++] = (dirty_t){l.addr,
+                                    l.size,
+                                    l.stream,
+                                    key,
+                                    l.recorded,
+                                    F.sim.barriers,
+                                    F.sim.fences_recorded,
+                                    m->syncs,
+                                    m->stream_syncs[l.stream]};
 }
 
 static void do_other(model_t *m) {
   switch (rnd(m) % 8) {
-  case 0:
-    if (m->nlive) {
-      live_t *l = &m->live[rnd(m) % (uint64_t)m->nlive];
-      uint64_t s = rnd(m) % 4;
-      cr_assert(eq(int, cp_record_stream(F.pool, l->addr, s), 0));
-      l->recorded |= s != l->stream;
+    case 0:
+      if (m->nlive) {
+        live_t *l = &m->live[rnd(m) % (uint64_t)m->nlive];
+        uint64_t s = rnd(m) % 4;
+        cr_assert(eq(int, cp_record_stream(F.pool, l->addr, s), 0));
+        l->recorded |= s != l->stream;
+      }
+      break;
+    case 1: cp_sim_complete_fences(&F.sim, F.sim.fences_recorded - rnd(m) % 2); break;
+    case 2: {
+      uint64_t mark = cp_sync_mark(F.pool);
+      cp_sync_device(F.pool, mark);
+      m->syncs++;
+      break;
     }
-    break;
-  case 1:
-    cp_sim_complete_fences(&F.sim, F.sim.fences_recorded - rnd(m) % 2);
-    break;
-  case 2: {
-    uint64_t mark = cp_sync_mark(F.pool);
-    cp_sync_device(F.pool, mark);
-    m->syncs++;
-    break;
-  }
-  case 3: {
-    uint64_t s = rnd(m) % 4, mark = cp_sync_mark(F.pool);
-    cp_sync_stream(F.pool, mark, s);
-    m->stream_syncs[s]++;
-    break;
-  }
-  case 4:
-    if (rnd(m) % 16 == 0) cp_empty_cache(F.pool);
-    break;
-  case 5:
-    F.sim.barrier_enabled = rnd(m) % 4 == 0;
-    break;
-  default:
-    break;
+    case 3: {
+      uint64_t s = rnd(m) % 4, mark = cp_sync_mark(F.pool);
+      cp_sync_stream(F.pool, mark, s);
+      m->stream_syncs[s]++;
+      break;
+    }
+    case 4:
+      if (rnd(m) % 16 == 0) cp_empty_cache(F.pool);
+      break;
+    case 5: F.sim.barrier_enabled = rnd(m) % 4 == 0; break;
+    default: break;
   }
 }
 
@@ -167,9 +169,12 @@ static void run(uint64_t seed, long steps, size_t capacity) {
   m.rng = seed;
   for (long i = 0; i < steps; i++) {
     uint64_t r = rnd(&m) % 100;
-    if (r < 45) do_alloc(&m);
-    else if (r < 88) do_free(&m);
-    else do_other(&m);
+    if (r < 45)
+      do_alloc(&m);
+    else if (r < 88)
+      do_free(&m);
+    else
+      do_other(&m);
     fx_check();
     check_model(&m);
   }

@@ -203,8 +203,8 @@ Test(reuse, keyed_free_coalesces_with_what_its_key_may_use) {
   F.sim.barrier_enabled = false;
   F.sim.fence_enabled = false;
   /* 2 MiB blocks: the large pool, from one 20 MiB segment */
-  uintptr_t a = fx_alloc_on(2 * MiB, 0, 7), b = fx_alloc_on(2 * MiB, 0, 7),
-            c = fx_alloc_on(2 * MiB, 0, 7), d = fx_alloc_on(2 * MiB, 0, 7);
+  uintptr_t a = fx_alloc_on(2 * MiB, 0, 7), b = fx_alloc_on(2 * MiB, 0, 7), c = fx_alloc_on(2 * MiB, 0, 7),
+            d = fx_alloc_on(2 * MiB, 0, 7);
   fx_free_idle(c); /* ready */
   fx_free(b, 7);   /* absorbs ready c: one pending 4 MiB block for key 7 */
   cudapool_stats_t s = fx_stats();

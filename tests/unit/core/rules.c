@@ -15,8 +15,14 @@ typedef struct size_case {
 
 ParameterizedTestParameters(rules, rounding) {
   static size_case_t cases[] = {
-      {1, 512},           {511, 512},         {512, 512},           {513, 1024},
-      {1 * MiB, 1 * MiB}, {1 * MiB + 1, 1 * MiB + 512}, {SIZE_MAX - 510, 0}, {SIZE_MAX, 0},
+      {1, 512},
+      {511, 512},
+      {512, 512},
+      {513, 1024},
+      {1 * MiB, 1 * MiB},
+      {1 * MiB + 1, 1 * MiB + 512},
+      {SIZE_MAX - 510, 0},
+      {SIZE_MAX, 0},
   };
   return cr_make_param_array(size_case_t, cases, sizeof cases / sizeof cases[0]);
 }
@@ -29,9 +35,14 @@ ParameterizedTest(size_case_t *c, rules, rounding) {
 
 ParameterizedTestParameters(rules, driver_alloc_size) {
   static size_case_t cases[] = {
-      {1, 2 * MiB},               {1 * MiB, 2 * MiB},          {1 * MiB + 1, 20 * MiB},
-      {10 * MiB - 512, 20 * MiB}, {10 * MiB, 10 * MiB},        {10 * MiB + 1, 12 * MiB},
-      {21 * MiB, 22 * MiB},       {1 * GiB + 1, 1 * GiB + 2 * MiB},
+      {1, 2 * MiB},
+      {1 * MiB, 2 * MiB},
+      {1 * MiB + 1, 20 * MiB},
+      {10 * MiB - 512, 20 * MiB},
+      {10 * MiB, 10 * MiB},
+      {10 * MiB + 1, 12 * MiB},
+      {21 * MiB, 22 * MiB},
+      {1 * GiB + 1, 1 * GiB + 2 * MiB},
   };
   return cr_make_param_array(size_case_t, cases, sizeof cases / sizeof cases[0]);
 }
@@ -39,7 +50,8 @@ ParameterizedTestParameters(rules, driver_alloc_size) {
 ParameterizedTest(size_case_t *c, rules, driver_alloc_size) {
   cp_config_t cfg;
   cp_config_default(&cfg);
-  cr_assert(eq(sz, cp_driver_alloc_size(&cfg, c->request), c->expected), "driver_alloc_size(%zu)", c->request);
+  cr_assert(eq(sz, cp_driver_alloc_size(&cfg, c->request), c->expected), "driver_alloc_size(%zu)",
+            c->request);
 }
 
 Test(rules, small_and_large_pool_choice) {
@@ -88,11 +100,11 @@ typedef struct split_case {
 
 ParameterizedTestParameters(rules, large_split) {
   static split_case_t cases[] = {
-      {5 * MiB, 5 * MiB, 20 * MiB},                 /* remainder 15 MiB: split */
-      {19 * MiB, 20 * MiB, 20 * MiB},               /* remainder exactly 1 MiB: no split */
-      {19 * MiB + 512 * KiB, 20 * MiB, 20 * MiB},   /* remainder under 1 MiB */
-      {12 * MiB, 12 * MiB, 12 * MiB},               /* own-size segment, exact */
-      {11 * MiB, 12 * MiB, 12 * MiB},               /* remainder 1 MiB: no split */
+      {5 * MiB, 5 * MiB, 20 * MiB},               /* remainder 15 MiB: split */
+      {19 * MiB, 20 * MiB, 20 * MiB},             /* remainder exactly 1 MiB: no split */
+      {19 * MiB + 512 * KiB, 20 * MiB, 20 * MiB}, /* remainder under 1 MiB */
+      {12 * MiB, 12 * MiB, 12 * MiB},             /* own-size segment, exact */
+      {11 * MiB, 12 * MiB, 12 * MiB},             /* remainder 1 MiB: no split */
   };
   return cr_make_param_array(split_case_t, cases, sizeof cases / sizeof cases[0]);
 }
@@ -152,8 +164,8 @@ Test(rules, pending_blocks_do_not_coalesce_until_ready) {
 
 Test(rules, best_fit_smallest_then_lowest_address) {
   fx_open(1 * GiB);
-  uintptr_t a = fx_alloc(1024), b = fx_alloc(512), c = fx_alloc(2048), d = fx_alloc(512),
-            e = fx_alloc(2048), f = fx_alloc(512);
+  uintptr_t a = fx_alloc(1024), b = fx_alloc(512), c = fx_alloc(2048), d = fx_alloc(512), e = fx_alloc(2048),
+            f = fx_alloc(512);
   (void)b, (void)d, (void)f;
   fx_free_idle(e);
   fx_free_idle(c);

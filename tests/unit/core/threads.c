@@ -2,8 +2,8 @@
  * test; threads_tsan.c runs the same under ThreadSanitizer. */
 #include "core_fixture.h"
 
-#define CHURN_CHECK(cond, ...) \
-  do {                        \
+#define CHURN_CHECK(cond, ...)          \
+  do {                                  \
     if (!(cond)) cr_fatal(__VA_ARGS__); \
   } while (0)
 #include "core_churn.h"

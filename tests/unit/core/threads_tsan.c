@@ -5,14 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHURN_CHECK(cond, ...)                                       \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      fprintf(stderr, "core_threads_tsan: " __VA_ARGS__);            \
-      fprintf(stderr, "\n");                                         \
-      printf("core_threads_tsan: 0 passed, 1 failed\n");             \
-      exit(1);                                                       \
-    }                                                                \
+#define CHURN_CHECK(cond, ...)                            \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      fprintf(stderr, "core_threads_tsan: " __VA_ARGS__); \
+      fprintf(stderr, "\n");                              \
+      printf("core_threads_tsan: 0 passed, 1 failed\n");  \
+      exit(1);                                            \
+    }                                                     \
   } while (0)
 #include "core_churn.h"
 
@@ -22,7 +22,8 @@ int main(void) {
   cp_get_stats(pool, &s);
   char why[256] = "";
   CHURN_CHECK(cp_pool_check(pool, why, sizeof why) == 0, "%s", why);
-  CHURN_CHECK(s.allocated_bytes.current == 0, "%lld bytes still allocated", (long long)s.allocated_bytes.current);
+  CHURN_CHECK(s.allocated_bytes.current == 0, "%lld bytes still allocated",
+              (long long)s.allocated_bytes.current);
   CHURN_CHECK(s.num_alloc == s.num_free, "%llu allocs, %llu frees", (unsigned long long)s.num_alloc,
               (unsigned long long)s.num_free);
   churn_close();

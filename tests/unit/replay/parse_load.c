@@ -29,27 +29,25 @@ struct good {
 ParameterizedTestParameters(parse, valid) {
   static struct good p[] = {
       /* the shared PyTorch traces */
-      {"633,0.021117,allocate,0x7efd75e00000,3072,(nil)", RP_LINE_ALLOC, 633, 0x7efd75e00000, 3072,
-       0, 0.021117, false},
-      {"633,4.583414,free,0x7efd75e3a800,0,(nil)", RP_LINE_FREE, 633, 0x7efd75e3a800, 0, 0,
-       4.583414, false},
-      {"633,0.016493,sync_stream,(nil),0,(nil)", RP_LINE_SYNC_STREAM, 633, 0, 0, 0, 0.016493,
-       false},
+      {"633,0.021117,allocate,0x7efd75e00000,3072,(nil)", RP_LINE_ALLOC, 633, 0x7efd75e00000, 3072, 0,
+       0.021117, false},
+      {"633,4.583414,free,0x7efd75e3a800,0,(nil)", RP_LINE_FREE, 633, 0x7efd75e3a800, 0, 0, 4.583414, false},
+      {"633,0.016493,sync_stream,(nil),0,(nil)", RP_LINE_SYNC_STREAM, 633, 0, 0, 0, 0.016493, false},
       {"633,1.124660,sync_device,(nil),0,(nil)", RP_LINE_SYNC_DEVICE, 633, 0, 0, 0, 1.12466, false},
       {"633,0.070838,allocate,(nil),0,(nil)", RP_LINE_ZERO_ALLOC, 633, 0, 0, 0, 0.070838, false},
       /* cudapool's recorder: nanosecond digits, extras, a stream */
-      {"41,12.000000250,allocate,0x7f0000200000,512,0x55d0c0", RP_LINE_ALLOC, 41, 0x7f0000200000,
-       512, 0x55d0c0, 12.00000025, false},
-      {"41,1.5,allocate failure,(nil),1099511627776,0x10", RP_LINE_ALLOC_FAIL, 41, 0, 1ull << 40,
-       0x10, 1.5, false},
-      {"41,2,segment_alloc,0x7f0000000000,2097152,(nil)", RP_LINE_SEGMENT_ALLOC, 41, 0x7f0000000000,
-       2097152, 0, 2, false},
+      {"41,12.000000250,allocate,0x7f0000200000,512,0x55d0c0", RP_LINE_ALLOC, 41, 0x7f0000200000, 512,
+       0x55d0c0, 12.00000025, false},
+      {"41,1.5,allocate failure,(nil),1099511627776,0x10", RP_LINE_ALLOC_FAIL, 41, 0, 1ull << 40, 0x10, 1.5,
+       false},
+      {"41,2,segment_alloc,0x7f0000000000,2097152,(nil)", RP_LINE_SEGMENT_ALLOC, 41, 0x7f0000000000, 2097152,
+       0, 2, false},
       {"41,2,barrier,(nil),0,(nil)", RP_LINE_EXTRA, 41, 0, 0, 0, 2, false},
       {"41,2,stream_create,(nil),1,0x55d0c0", RP_LINE_STREAM_CREATE, 41, 0, 1, 0x55d0c0, 2, false},
       {"41,2,empty_cache,(nil),0,(nil)", RP_LINE_EMPTY_CACHE, 41, 0, 0, 0, 2, false},
       /* RMM: thread id, clock time, 0x0 stream, deallocate with its size, CRLF */
-      {"140573312345856,14:03:07:123456,allocate,0x7f8a40000000,1024,0x0", RP_LINE_ALLOC,
-       140573312345856u, 0x7f8a40000000, 1024, 0, 14 * 3600 + 3 * 60 + 7.123456, true},
+      {"140573312345856,14:03:07:123456,allocate,0x7f8a40000000,1024,0x0", RP_LINE_ALLOC, 140573312345856u,
+       0x7f8a40000000, 1024, 0, 14 * 3600 + 3 * 60 + 7.123456, true},
       {"140573312345856,14:03:07.5,deallocate,0x7f8a40000000,1024,0x7f8a38001020\r", RP_LINE_FREE,
        140573312345856u, 0x7f8a40000000, 1024, 0x7f8a38001020, 14 * 3600 + 3 * 60 + 7 + 5e-6, true},
       {" 7 , 0.5 , FREE , 0X1F , 0 , 0 ", RP_LINE_FREE, 7, 0x1f, 0, 0, 0.5, false},
@@ -61,8 +59,7 @@ ParameterizedTestParameters(parse, valid) {
 ParameterizedTest(struct good *g, parse, valid) {
   rp_line_t l;
   char err[160] = "";
-  cr_assert(eq(int, rp_parse_line(g->line, strlen(g->line), &l, err, sizeof err), 0), "%s: %s",
-            g->line, err);
+  cr_assert(eq(int, rp_parse_line(g->line, strlen(g->line), &l, err, sizeof err), 0), "%s: %s", g->line, err);
   cr_assert(eq(int, (int)l.kind, g->kind), "%s", g->line);
   cr_assert(eq(u64, l.thread, g->thread));
   cr_assert(eq(u64, l.ptr, g->ptr));
@@ -97,8 +94,7 @@ struct bad {
 
 ParameterizedTestParameters(parse, invalid) {
   static struct bad p[] = {
-      {"633,0.1,allocate,0x10",
-       "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 4"},
+      {"633,0.1,allocate,0x10", "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 4"},
       {"633,0.1,allocate,0x10,8,(nil),x",
        "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 7"},
       {"t633,0.1,allocate,0x10,8,(nil)", "bad Thread 't633'"},
@@ -112,13 +108,11 @@ ParameterizedTestParameters(parse, invalid) {
       {"633,0.1,allocate,16,8,(nil)", "bad Pointer '16'"},
       {"633,0.1,allocate,0x10,-8,(nil)", "bad Size '-8'"},
       {"633,0.1,allocate,0x10,8k,(nil)", "bad Size '8k'"},
-      {"633,0.1,allocate,0x10,18446744073709551616,(nil)",
-       "Size '18446744073709551616' out of range"},
+      {"633,0.1,allocate,0x10,18446744073709551616,(nil)", "Size '18446744073709551616' out of range"},
       {"633,0.1,allocate,0x10,8,nil", "bad Stream 'nil'"},
       {"633,0.1,allocate,(nil),8,(nil)", "allocate of 8 bytes with a null Pointer"},
       {"633,0.1,allocate,0x10,0,(nil)", "allocate of 0 bytes"},
-      {"\x01\x02garbage\xff",
-       "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 1"},
+      {"\x01\x02garbage\xff", "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 1"},
       {"1,2,\x7f\x80,0x1,1,0", "bad Action '\?\?'"},
   };
   return cr_make_param_array(struct bad, p, sizeof p / sizeof p[0]);
@@ -127,8 +121,7 @@ ParameterizedTestParameters(parse, invalid) {
 ParameterizedTest(struct bad *b, parse, invalid) {
   rp_line_t l = {.kind = RP_LINE_HEADER};
   char err[160] = "";
-  cr_assert(eq(int, rp_parse_line(b->line, strlen(b->line), &l, err, sizeof err), -1), "%s",
-            b->line);
+  cr_assert(eq(int, rp_parse_line(b->line, strlen(b->line), &l, err, sizeof err), -1), "%s", b->line);
   cr_assert(eq(str, err, b->msg));
   cr_assert(eq(int, (int)l.kind, RP_LINE_HEADER), "output untouched on error");
 }
@@ -168,16 +161,15 @@ static int load(const char *text, bool stop, rp_trace_t *t, char **msgs) {
   return rc;
 }
 
-static const char bad_trace[] =
-    "Thread,Time,Action,Pointer,Size,Stream\n" /* 1 */
-    "1,0.1,allocate,0x100,1000,(nil)\n"        /* 2 */
-    "1,0.2,free,0x999,0,(nil)\n"               /* 3: unknown pointer */
-    "1,0.3,allocate,0x100,10,(nil)\n"          /* 4: still live */
-    "zzz\n"                                    /* 5: garbage */
-    "1,0.4,barrier,0x0,2097152,(nil)\n"        /* 6: extra, skipped */
-    "1,0.5,free,0x100,0,(nil)\n"               /* 7 */
-    "1,0.6,allocate,0x100,20,(nil)\n"          /* 8: reuse after free */
-    "1,0.7,allocate,0x200,3";                  /* 9: truncated */
+static const char bad_trace[] = "Thread,Time,Action,Pointer,Size,Stream\n" /* 1 */
+                                "1,0.1,allocate,0x100,1000,(nil)\n"        /* 2 */
+                                "1,0.2,free,0x999,0,(nil)\n"               /* 3: unknown pointer */
+                                "1,0.3,allocate,0x100,10,(nil)\n"          /* 4: still live */
+                                "zzz\n"                                    /* 5: garbage */
+                                "1,0.4,barrier,0x0,2097152,(nil)\n"        /* 6: extra, skipped */
+                                "1,0.5,free,0x100,0,(nil)\n"               /* 7 */
+                                "1,0.6,allocate,0x100,20,(nil)\n"          /* 8: reuse after free */
+                                "1,0.7,allocate,0x200,3";                  /* 9: truncated */
 
 Test(load, skip_reports_every_bad_line_in_line_order) {
   rp_trace_t t;
@@ -215,10 +207,8 @@ Test(load, stop_at_first_bad_line) {
   cr_assert(eq(str, msgs, "t.csv:3: free of unknown pointer 0x999\n"));
   free(msgs);
   msgs = NULL;
-  cr_assert(
-      eq(int, load("1,0,allocate,0x5,8,(nil)\n1,1,allocate,0x6,8,(nil)\nx\n", true, &t, &msgs), 2));
-  cr_assert(eq(str, msgs,
-               "t.csv:3: expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 1\n"));
+  cr_assert(eq(int, load("1,0,allocate,0x5,8,(nil)\n1,1,allocate,0x6,8,(nil)\nx\n", true, &t, &msgs), 2));
+  cr_assert(eq(str, msgs, "t.csv:3: expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 1\n"));
   free(msgs);
   msgs = NULL;
   /* A resolution error stops too. */
@@ -229,12 +219,11 @@ Test(load, stop_at_first_bad_line) {
 
 Test(load, sorts_by_time_keeping_ties_in_file_order) {
   /* Two threads' chunks, as the recorder writes them. */
-  const char *text =
-      "Thread,Time,Action,Pointer,Size,Stream\n"
-      "2,0.000000300,free,0x100,0,(nil)\n"
-      "2,0.000000400,allocate,0x100,64,(nil)\n"
-      "1,0.000000100,allocate,0x100,32,(nil)\n"
-      "1,0.000000400,sync_device,(nil),0,(nil)\n";
+  const char *text = "Thread,Time,Action,Pointer,Size,Stream\n"
+                     "2,0.000000300,free,0x100,0,(nil)\n"
+                     "2,0.000000400,allocate,0x100,64,(nil)\n"
+                     "1,0.000000100,allocate,0x100,32,(nil)\n"
+                     "1,0.000000400,sync_device,(nil),0,(nil)\n";
   rp_trace_t t;
   char *msgs = NULL;
   cr_assert(eq(int, load(text, false, &t, &msgs), 0));
@@ -252,9 +241,8 @@ Test(load, sorts_by_time_keeping_ties_in_file_order) {
 }
 
 Test(load, rmm_clock_times_keep_file_order) {
-  const char *text =
-      "1,23:59:59.999999,allocate,0x100,32,0x0\n"
-      "1,00:00:00.000001,free,0x100,32,0x0\n";
+  const char *text = "1,23:59:59.999999,allocate,0x100,32,0x0\n"
+                     "1,00:00:00.000001,free,0x100,32,0x0\n";
   rp_trace_t t;
   char *msgs = NULL;
   cr_assert(eq(int, load(text, false, &t, &msgs), 0));
@@ -281,11 +269,10 @@ static void remove_tmpdir(void) {
 TestSuite(load_file, .init = make_tmpdir, .fini = remove_tmpdir);
 
 Test(load_file, gzip_and_plain_give_the_same_trace) {
-  const char *text =
-      "Thread,Time,Action,Pointer,Size,Stream\n"
-      "9,0.1,allocate,0x100,4096,(nil)\n"
-      "9,0.2,sync_stream,(nil),0,(nil)\n"
-      "9,0.3,free,0x100,0,(nil)\n";
+  const char *text = "Thread,Time,Action,Pointer,Size,Stream\n"
+                     "9,0.1,allocate,0x100,4096,(nil)\n"
+                     "9,0.2,sync_stream,(nil),0,(nil)\n"
+                     "9,0.3,free,0x100,0,(nil)\n";
   char gz[96], plain[96];
   snprintf(gz, sizeof gz, "%s/t.csv.gz", tmpdir);
   snprintf(plain, sizeof plain, "%s/t.csv", tmpdir);
@@ -318,8 +305,7 @@ Test(load_file, truncated_gzip_keeps_the_lines_before) {
   char gz[96];
   snprintf(gz, sizeof gz, "%s/cut.csv.gz", tmpdir);
   gzFile f = gzopen(gz, "wb");
-  for (int i = 0; i < 2000; i++)
-    gzprintf(f, "1,%d.0,allocate,0x%x,512,(nil)\n", i, 0x1000 + i * 0x1000);
+  for (int i = 0; i < 2000; i++) gzprintf(f, "1,%d.0,allocate,0x%x,512,(nil)\n", i, 0x1000 + i * 0x1000);
   gzclose(f);
   FILE *p = fopen(gz, "r+");
   fseek(p, 0, SEEK_END);

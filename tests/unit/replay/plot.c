@@ -32,18 +32,16 @@ Test(plot, timeline_png_of_a_trace_with_an_oom) {
   snprintf(trace, sizeof trace, "%s/t.csv", dir);
   snprintf(png, sizeof png, "%s/t.png", dir);
   FILE *f = fopen(trace, "w");
-  fputs(
-      "Thread,Time,Action,Pointer,Size,Stream\n"
-      "1,0.0,allocate,0x1000,12582912,(nil)\n"
-      "1,0.1,free,0x1000,0,(nil)\n"
-      "1,0.2,allocate,0x2000,33554432,(nil)\n"
-      "1,0.3,empty_cache,(nil),0,(nil)\n"
-      "1,0.4,allocate,0x3000,1048576,(nil)\n",
-      f);
+  fputs("Thread,Time,Action,Pointer,Size,Stream\n"
+        "1,0.0,allocate,0x1000,12582912,(nil)\n"
+        "1,0.1,free,0x1000,0,(nil)\n"
+        "1,0.2,allocate,0x2000,33554432,(nil)\n"
+        "1,0.3,empty_cache,(nil),0,(nil)\n"
+        "1,0.4,allocate,0x3000,1048576,(nil)\n",
+        f);
   fclose(f);
-  snprintf(cmd, sizeof cmd,
-           "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' '%s' -o '%s' --limit 40M 2>&1", bin,
-           root, trace, png);
+  snprintf(cmd, sizeof cmd, "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' '%s' -o '%s' --limit 40M 2>&1",
+           bin, root, trace, png);
   cr_assert(eq(int, ru_run(cmd, &out), 0), "%s", out);
   cr_assert(not(eq(ptr, strstr(out, "wrote"), NULL)), "%s", out);
   free(out);

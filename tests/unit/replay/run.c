@@ -20,30 +20,28 @@
  * each (an own 12 MiB segment when nothing cached fits). B is allocated
  * while A is pending; C on another thread while B is pending; the
  * sync_device between them completes A. */
-static const char tiny[] =
-    "Thread,Time,Action,Pointer,Size,Stream\n"
-    "1,0.0,allocate,0x1000,1000,(nil)\n"
-    "1,0.1,allocate,0xa000000,12582912,(nil)\n"
-    "1,0.2,free,0xa000000,0,(nil)\n"
-    "1,0.3,allocate,0xb000000,12582912,(nil)\n"
-    "1,0.4,sync_device,(nil),0,(nil)\n"
-    "1,0.5,free,0xb000000,0,(nil)\n"
-    "2,0.6,allocate,0xc000000,12582912,(nil)\n"
-    "2,0.7,free,0xc000000,0,(nil)\n";
+static const char tiny[] = "Thread,Time,Action,Pointer,Size,Stream\n"
+                           "1,0.0,allocate,0x1000,1000,(nil)\n"
+                           "1,0.1,allocate,0xa000000,12582912,(nil)\n"
+                           "1,0.2,free,0xa000000,0,(nil)\n"
+                           "1,0.3,allocate,0xb000000,12582912,(nil)\n"
+                           "1,0.4,sync_device,(nil),0,(nil)\n"
+                           "1,0.5,free,0xb000000,0,(nil)\n"
+                           "2,0.6,allocate,0xc000000,12582912,(nil)\n"
+                           "2,0.7,free,0xc000000,0,(nil)\n";
 
 /* Over a 20 MiB limit: S and A are live when B asks for a third segment
  * (2 + 12 + 12 MiB), and no segment is idle, so B fails; its free is then
  * skipped. A is freed and synchronised; C reuses it. */
-static const char over_limit[] =
-    "Thread,Time,Action,Pointer,Size,Stream\n"
-    "1,0.0,allocate,0x1000,1000,(nil)\n"
-    "1,0.1,allocate,0xa000000,12582912,(nil)\n"
-    "1,0.2,allocate,0xb000000,12582912,(nil)\n"
-    "1,0.3,free,0xa000000,0,(nil)\n"
-    "1,0.4,sync_device,(nil),0,(nil)\n"
-    "1,0.5,free,0xb000000,0,(nil)\n"
-    "2,0.6,allocate,0xc000000,12582912,(nil)\n"
-    "2,0.7,free,0xc000000,0,(nil)\n";
+static const char over_limit[] = "Thread,Time,Action,Pointer,Size,Stream\n"
+                                 "1,0.0,allocate,0x1000,1000,(nil)\n"
+                                 "1,0.1,allocate,0xa000000,12582912,(nil)\n"
+                                 "1,0.2,allocate,0xb000000,12582912,(nil)\n"
+                                 "1,0.3,free,0xa000000,0,(nil)\n"
+                                 "1,0.4,sync_device,(nil),0,(nil)\n"
+                                 "1,0.5,free,0xb000000,0,(nil)\n"
+                                 "2,0.6,allocate,0xc000000,12582912,(nil)\n"
+                                 "2,0.7,free,0xc000000,0,(nil)\n";
 
 static rp_trace_t load_text(const char *text, size_t len) {
   rp_load_opts_t lo = {.name = "tiny", .err = stderr};
@@ -156,13 +154,12 @@ Test(replay, legacy_stream_sync_is_a_device_sync) {
   /* sync mode, no key: A is pending until a sync covers it. A sync of some
    * other stream does not (A was allocated device-wide); one of the legacy
    * stream, (nil), does. */
-  static const char text[] =
-      "1,0.0,allocate,0xa000000,12582912,(nil)\n"
-      "1,0.1,free,0xa000000,0,(nil)\n"
-      "1,0.2,sync_stream,(nil),0,0x55d0c0\n"
-      "1,0.3,allocate,0xb000000,12582912,(nil)\n"
-      "1,0.4,sync_stream,(nil),0,(nil)\n"
-      "1,0.5,allocate,0xc000000,12582912,(nil)\n";
+  static const char text[] = "1,0.0,allocate,0xa000000,12582912,(nil)\n"
+                             "1,0.1,free,0xa000000,0,(nil)\n"
+                             "1,0.2,sync_stream,(nil),0,0x55d0c0\n"
+                             "1,0.3,allocate,0xb000000,12582912,(nil)\n"
+                             "1,0.4,sync_stream,(nil),0,(nil)\n"
+                             "1,0.5,allocate,0xc000000,12582912,(nil)\n";
   rp_load_opts_t lo = {.name = "sync", .err = stderr};
   rp_trace_t t;
   cr_assert(eq(int, rp_load_mem(text, sizeof text - 1, &lo, &t), 0));
@@ -298,9 +295,8 @@ Test(cli, json_has_the_issue_keys) {
   write_file(path, over_limit);
   snprintf(args, sizeof args, "%s --reuse sync --key=none --limit=20M --json --repeat 1", path);
   cr_assert(eq(int, replay_cmd(args, &out), 0));
-  const char *head =
-      "{\"peak_allocated\":12583936,\"peak_reserved\":14680064,"
-      "\"utilization\":0.857213,\"hit_rate\":0.333333,\"ns_per_op\":";
+  const char *head = "{\"peak_allocated\":12583936,\"peak_reserved\":14680064,"
+                     "\"utilization\":0.857213,\"hit_rate\":0.333333,\"ns_per_op\":";
   cr_assert(eq(int, strncmp(out, head, strlen(head)), 0), "%s", out);
   cr_assert(not(eq(ptr, strstr(out, "\"num_ooms\":1,"), NULL)), "%s", out);
   cr_assert(not(eq(ptr, strstr(out, "\"ooms\":[{\"line\":4,"), NULL)), "%s", out);
@@ -325,8 +321,7 @@ Test(cli, compare_and_find_limit) {
   cr_assert(eq(dbl, h, 0.25));
   row = strstr(out, "\n--reuse=immediate ");
   cr_assert(not(eq(ptr, row, NULL)), "%s", out);
-  cr_assert(
-      eq(int, sscanf(row, " --reuse=immediate %lf %lf %lf %lf %u", &a, &b, &u, &h, &ooms), 5));
+  cr_assert(eq(int, sscanf(row, " --reuse=immediate %lf %lf %lf %lf %u", &a, &b, &u, &h, &ooms), 5));
   cr_assert(eq(dbl, b, 14.0));
   cr_assert(eq(dbl, u, 0.857));
   free(out);

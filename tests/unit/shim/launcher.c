@@ -113,9 +113,9 @@ static int run_env(const char *extra_env, const char *flags, char *out, size_t c
   char cmd[8192];
   put_file("lib/libcudapool.so", "", 0644);
   fmt(cmd, sizeof cmd,
-           CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' %s scripts/cudapool %s -- /usr/bin/env "
-                     "2>/dev/null",
-           tree, extra_env, flags);
+      CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' %s scripts/cudapool %s -- /usr/bin/env "
+                "2>/dev/null",
+      tree, extra_env, flags);
   return run(cmd, out, cap);
 }
 
@@ -133,9 +133,10 @@ static void assert_unset(const char *out, const char *name) {
 
 Test(launcher, every_flag_sets_its_variable) {
   char out[16384], lib[PATH_MAX + 32];
-  int rc = run_env("", "--limit 8G --max-cached 80% --max-split 256M --mode sync "
-                       "--stats=/tmp/s-%p.json --json --trace t.%p --layer runtime --verbose "
-                       "--disable",
+  int rc = run_env("",
+                   "--limit 8G --max-cached 80% --max-split 256M --mode sync "
+                   "--stats=/tmp/s-%p.json --json --trace t.%p --layer runtime --verbose "
+                   "--disable",
                    out, sizeof out);
   cr_assert(eq(int, rc, 0), "%s", out);
   fmt(lib, sizeof lib, "%s/lib/libcudapool.so", tree);
@@ -161,22 +162,19 @@ Test(launcher, equals_form_and_last_flag_wins) {
 
 Test(launcher, no_flags_sets_nothing_and_keeps_the_environment) {
   char out[16384];
-  cr_assert(eq(int, run_env("CUDAPOOL_MODE=sync CUDAPOOL_LIMIT=4G", "--limit 1G", out, sizeof out),
-               0));
+  cr_assert(eq(int, run_env("CUDAPOOL_MODE=sync CUDAPOOL_LIMIT=4G", "--limit 1G", out, sizeof out), 0));
   assert_var(out, "CUDAPOOL_MODE", "sync");
   assert_var(out, "CUDAPOOL_LIMIT", "1G"); /* the flag overrides */
   for (size_t i = 0; i < cp_option_count(); i++) {
     const char *name = cp_option_name(i);
-    if (strcmp(name, "CUDAPOOL_MODE") != 0 && strcmp(name, "CUDAPOOL_LIMIT") != 0)
-      assert_unset(out, name);
+    if (strcmp(name, "CUDAPOOL_MODE") != 0 && strcmp(name, "CUDAPOOL_LIMIT") != 0) assert_unset(out, name);
   }
 }
 
 Test(launcher, ld_preload_prepended_sanitizer_runtimes_first) {
   char out[16384], want[3 * PATH_MAX];
   char extra[3 * PATH_MAX];
-  fmt(extra, sizeof extra,
-           "LD_PRELOAD='/opt/libasan.so.8 /a/b.so:%s/lib/libcudapool.so::/c.so'", tree);
+  fmt(extra, sizeof extra, "LD_PRELOAD='/opt/libasan.so.8 /a/b.so:%s/lib/libcudapool.so::/c.so'", tree);
   cr_assert(eq(int, run_env(extra, "", out, sizeof out), 0));
   fmt(want, sizeof want, "/opt/libasan.so.8:%s/lib/libcudapool.so:/a/b.so:/c.so", tree);
   assert_var(out, "LD_PRELOAD", want);
@@ -198,9 +196,9 @@ Test(launcher, program_arguments_untouched) {
   char out[4096], cmd[PATH_MAX + 512];
   put_file("lib/libcudapool.so", "", 0644);
   fmt(cmd, sizeof cmd,
-           CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' scripts/cudapool --mode sync "
-                     "/bin/sh -c 'printf \"%%s|\" \"$@\"' x 'a b' --limit -- 2>/dev/null",
-           tree);
+      CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' scripts/cudapool --mode sync "
+                "/bin/sh -c 'printf \"%%s|\" \"$@\"' x 'a b' --limit -- 2>/dev/null",
+      tree);
   cr_assert(eq(int, run(cmd, out, sizeof out), 0));
   cr_assert(eq(str, out, "a b|--limit|--|"));
 }
@@ -231,8 +229,8 @@ Test(launcher, finds_library_through_a_symlink) {
   char out[16384], cmd[3 * PATH_MAX], want[PATH_MAX + 32];
   put_launcher("prefix/bin/cudapool");
   put_file("prefix/lib/libcudapool.so", "", 0644);
-  fmt(cmd, sizeof cmd, "mkdir -p '%s/usr/bin' && ln -s '%s/prefix/bin/cudapool' '%s/usr/bin/'",
-           tree, tree, tree);
+  fmt(cmd, sizeof cmd, "mkdir -p '%s/usr/bin' && ln -s '%s/prefix/bin/cudapool' '%s/usr/bin/'", tree, tree,
+      tree);
   cr_assert(eq(int, system(cmd), 0));
   fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/usr/bin/cudapool' -- /usr/bin/env 2>/dev/null", tree);
   cr_assert(eq(int, run(cmd, out, sizeof out), 0));
@@ -272,10 +270,9 @@ Test(launcher, help_names_every_option_and_flag) {
   cr_assert(eq(int, run("scripts/cudapool --help", out, sizeof out), 0));
   for (size_t i = 0; i < cp_option_count(); i++)
     cr_assert(ne(ptr, strstr(out, cp_option_name(i)), NULL), "--help lacks %s", cp_option_name(i));
-  static const char *const flags[] = {"--limit", "--max-cached", "--max-split", "--mode",
-                                      "--stats[=FILE]", "--json", "--trace", "--layer",
-                                      "--verbose", "--disable", "CUDAPOOL_LIB",
-                                      "cudapool replay", "cudapool plot"};
+  static const char *const flags[] = {
+      "--limit", "--max-cached", "--max-split", "--mode",       "--stats[=FILE]",  "--json",       "--trace",
+      "--layer", "--verbose",    "--disable",   "CUDAPOOL_LIB", "cudapool replay", "cudapool plot"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_assert(ne(ptr, strstr(out, flags[i]), NULL), "--help lacks %s", flags[i]);
 }

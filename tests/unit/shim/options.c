@@ -28,9 +28,7 @@
 
 /* ---- fake environment ------------------------------------------------- */
 
-static struct {
-  const char *name, *value;
-} fake_env[32];
+static struct { const char *name, *value; } fake_env[32];
 static int fake_n;
 
 static void fake_set(const char *name, const char *value) {
@@ -95,11 +93,11 @@ ParameterizedTestParameters(parse, size) {
       {"8gb", 0, 8 * GiB},
       {"2T", 0, 2 * TiB},
       {"0.5K", 0, 512},
-      {"1.1K", 0, 1126},     /* 1126.4 rounds down */
-      {"0.001K", 0, 1},      /* 1.024 */
-      {"0.0001K", 0, 0},     /* 0.1024 */
+      {"1.1K", 0, 1126}, /* 1126.4 rounds down */
+      {"0.001K", 0, 1},  /* 1.024 */
+      {"0.0001K", 0, 0}, /* 0.1024 */
       {"000012K", 0, 12 << 10},
-      {" 8G", 0, 8 * GiB},   /* blanks around: ignored */
+      {" 8G", 0, 8 * GiB}, /* blanks around: ignored */
       {"8G ", 0, 8 * GiB},
       {"\t8G\n", 0, 8 * GiB},
       {"18446744073709551615", 0, UINT64_MAX},
@@ -112,13 +110,13 @@ ParameterizedTestParameters(parse, size) {
       {"-0", -1, 0},
       {"+1", -1, 0},
       {"12Q", -1, 0},
-      {"1.5", -1, 0},        /* a fraction needs a unit */
+      {"1.5", -1, 0}, /* a fraction needs a unit */
       {"1.5B", -1, 0},
       {"1.", -1, 0},
       {".5K", -1, 0},
       {"K", -1, 0},
       {"G8", -1, 0},
-      {"8 G", -1, 0},        /* blanks inside: refused */
+      {"8 G", -1, 0}, /* blanks inside: refused */
       {"8G B", -1, 0},
       {"8GiBB", -1, 0},
       {"8iB", -1, 0},
@@ -126,14 +124,14 @@ ParameterizedTestParameters(parse, size) {
       {"8P", -1, 0},
       {"1e3", -1, 0},
       {"0x10", -1, 0},
-      {"1,5G", -1, 0},       /* no locale: the point is the only separator */
+      {"1,5G", -1, 0}, /* no locale: the point is the only separator */
       {"1_000", -1, 0},
       {"nan", -1, 0},
       {"inf", -1, 0},
-      {"18446744073709551616", -1, 0},          /* 2^64 */
+      {"18446744073709551616", -1, 0}, /* 2^64 */
       {"99999999999999999999999", -1, 0},
-      {"16777216T", -1, 0},                     /* 2^64 */
-      {"17179869184G", -1, 0},                  /* 2^64 */
+      {"16777216T", -1, 0},    /* 2^64 */
+      {"17179869184G", -1, 0}, /* 2^64 */
       {"16777216.0T", -1, 0},
       {"18446744073709551615.5K", -1, 0},
       /* just under 2^64: floor(0.999.. * 2^40) is 2^40 - 1 */
@@ -146,8 +144,7 @@ ParameterizedTest(struct size_case *c, parse, size) {
   uint64_t bytes = 777;
   int rc = cp_parse_size(c->text, &bytes);
   cr_assert(eq(int, rc, c->rc), "cp_parse_size(\"%s\")", c->text);
-  cr_assert(eq(u64, bytes, c->rc == 0 ? c->bytes : 777), "\"%s\": output untouched on error",
-            c->text);
+  cr_assert(eq(u64, bytes, c->rc == 0 ? c->bytes : 777), "\"%s\": output untouched on error", c->text);
 }
 
 Test(parse, size_null_arguments) {
@@ -174,9 +171,9 @@ ParameterizedTestParameters(parse, size_or_percent) {
       {"0.5%", 0, 0.5, 0},
       {"12.5%", 0, 12.5, 0},
       {" 80% ", 0, 80.0, 0},
-      {"33.3333333%", 0, 33.333333, 0},   /* kept to 6 decimals */
-      {"0.0000001%", 0, 0.000001, 0},     /* > 0 stays > 0 */
-      {"8G", 0, 0.0, 8 * GiB},            /* a size is a size */
+      {"33.3333333%", 0, 33.333333, 0}, /* kept to 6 decimals */
+      {"0.0000001%", 0, 0.000001, 0},   /* > 0 stays > 0 */
+      {"8G", 0, 0.0, 8 * GiB},          /* a size is a size */
       {"0", 0, 0.0, 0},
       {"0%", -1, 0, 0},
       {"0.000%", -1, 0, 0},
@@ -219,14 +216,14 @@ struct resolve_case {
 
 ParameterizedTestParameters(parse, resolve) {
   static struct resolve_case cases[] = {
-      {0, 0.0, 1000, 0},                   /* unset */
-      {8 * GiB, 0.0, 1000, 8 * GiB},       /* bytes ignore the device */
+      {0, 0.0, 1000, 0},             /* unset */
+      {8 * GiB, 0.0, 1000, 8 * GiB}, /* bytes ignore the device */
       {0, 80.0, 1000, 800},
-      {0, 50.0, 1001, 500},                /* floor */
+      {0, 50.0, 1001, 500}, /* floor */
       {0, 12.5, 1000, 125},
       {0, 100.0, 141 * GiB, 141 * GiB},
       {0, 90.0, 150754820096, 135679338086}, /* H200: floor(0.9 * total) */
-      {0, 80.0, 0, 0},                     /* no device memory known */
+      {0, 80.0, 0, 0},                       /* no device memory known */
       {0, 100.0, UINT64_MAX, UINT64_MAX},
   };
   return cr_make_param_array(struct resolve_case, cases, sizeof cases / sizeof cases[0]);
@@ -249,10 +246,9 @@ struct bool_case {
 
 ParameterizedTestParameters(parse, boolean) {
   static struct bool_case cases[] = {
-      {"1", 0, 1},     {"true", 0, 1},  {"TRUE", 0, 1},   {"On", 0, 1},    {"yes", 0, 1},
-      {" yes ", 0, 1}, {"0", 0, 0},     {"false", 0, 0},  {"off", 0, 0},   {"No", 0, 0},
-      {"", -1, 0},     {"2", -1, 0},    {"y", -1, 0},     {"enable", -1, 0}, {"truee", -1, 0},
-      {"-1", -1, 0},   {"o n", -1, 0},  {"01", -1, 0},
+      {"1", 0, 1},  {"true", 0, 1},    {"TRUE", 0, 1},   {"On", 0, 1},  {"yes", 0, 1},  {" yes ", 0, 1},
+      {"0", 0, 0},  {"false", 0, 0},   {"off", 0, 0},    {"No", 0, 0},  {"", -1, 0},    {"2", -1, 0},
+      {"y", -1, 0}, {"enable", -1, 0}, {"truee", -1, 0}, {"-1", -1, 0}, {"o n", -1, 0}, {"01", -1, 0},
   };
   return cr_make_param_array(struct bool_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -269,8 +265,8 @@ ParameterizedTest(struct bool_case *c, parse, boolean) {
 struct kw_case {
   char var[32];
   char text[32];
-  int value;   /* the field after load */
-  int warned;  /* 1 = one warning line */
+  int value;  /* the field after load */
+  int warned; /* 1 = one warning line */
 };
 
 ParameterizedTestParameters(options, keywords) {
@@ -297,7 +293,7 @@ ParameterizedTest(struct kw_case *c, options, keywords) {
   char warned[1024];
   fake_set(c->var, c->text);
   load(&o, warned, sizeof warned);
-  int got = strcmp(c->var, "CUDAPOOL_MODE") == 0     ? (int)o.mode
+  int got = strcmp(c->var, "CUDAPOOL_MODE") == 0    ? (int)o.mode
             : strcmp(c->var, "CUDAPOOL_LAYER") == 0 ? (int)o.layer
                                                     : (int)o.stats_format;
   cr_assert(eq(int, got, c->value), "%s=\"%s\"", c->var, c->text);
@@ -483,9 +479,8 @@ struct stats_case {
 
 ParameterizedTestParameters(paths, stats_words) {
   static struct stats_case cases[] = {
-      {"1", "stderr"},   {"stderr", "stderr"}, {"STDERR", "stderr"}, {"true", "stderr"},
-      {"0", ""},         {"off", ""},          {"no", ""},           {" out.txt", " out.txt"},
-      {"2", "2"},
+      {"1", "stderr"}, {"stderr", "stderr"}, {"STDERR", "stderr"},     {"true", "stderr"}, {"0", ""},
+      {"off", ""},     {"no", ""},           {" out.txt", " out.txt"}, {"2", "2"},
   };
   return cr_make_param_array(struct stats_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -574,9 +569,10 @@ Test(verbose, prints_every_option_in_effect) {
   fake_set("CUDAPOOL_STATS", "stderr");
   load(&o, warned, sizeof warned);
   print_to(&o, printed, sizeof printed);
-  cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_LIMIT=8G (most bytes the pool may "
-                                    "reserve per device; N% = share of device memory; 0 = no "
-                                    "limit)\n"),
+  cr_assert(ne(ptr,
+               strstr(printed, "cudapool: CUDAPOOL_LIMIT=8G (most bytes the pool may "
+                               "reserve per device; N% = share of device memory; 0 = no "
+                               "limit)\n"),
                NULL),
             "%s", printed);
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_MAX_CACHED=12.5% ("), NULL));

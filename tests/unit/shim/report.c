@@ -24,8 +24,7 @@ static cudapool_stats_t blank(int device) {
   return s;
 }
 
-static void capture_text(const cudapool_stats_t *d, int n, const char *header, char *buf,
-                         size_t cap) {
+static void capture_text(const cudapool_stats_t *d, int n, const char *header, char *buf, size_t cap) {
   FILE *f = tmpfile();
   cr_assert(ne(ptr, f, NULL));
   cp_report_text(f, d, n, header);
@@ -92,8 +91,7 @@ Test(report_text, negative_gauges_print_as_zero) {
   d.reserved_bytes.peak = -1;
   char out[1024];
   capture_text(&d, 1, "h", out, sizeof out);
-  cr_assert(ne(ptr, strstr(out, "cudapool:   0          0 B            0 B       -"), NULL),
-            "%s", out);
+  cr_assert(ne(ptr, strstr(out, "cudapool:   0          0 B            0 B       -"), NULL), "%s", out);
 }
 
 /* ---- JSON -------------------------------------------------------------- */
@@ -184,8 +182,10 @@ static const char *js_digits(const char *p) {
 }
 static const char *js_number(const char *p) {
   if (*p == '-') p++;
-  if (*p == '0') p++;
-  else if ((p = js_digits(p)) == NULL) return NULL;
+  if (*p == '0')
+    p++;
+  else if ((p = js_digits(p)) == NULL)
+    return NULL;
   if (*p == '.' && (p = js_digits(p + 1)) == NULL) return NULL;
   if (*p == 'e' || *p == 'E') {
     p++;
@@ -238,8 +238,8 @@ Test(report_json, checker_rejects_broken_json) {
 
 Test(report_json, valid_for_extreme_values) {
   cudapool_stats_t d[2] = {blank(0), blank(INT32_MAX)};
-#define SET_GAUGE(name, desc)                                                         \
-  d[0].name = (cudapool_gauge_t){INT64_MIN, INT64_MAX};                               \
+#define SET_GAUGE(name, desc)                           \
+  d[0].name = (cudapool_gauge_t){INT64_MIN, INT64_MAX}; \
   d[1].name = (cudapool_gauge_t){-1, 0};
 #define SET_VALUE(name, desc) d[0].name = UINT64_MAX;
   CUDAPOOL_GAUGES(SET_GAUGE)
@@ -254,11 +254,11 @@ Test(report_json, valid_for_extreme_values) {
   cr_assert(ne(ptr, strstr(out, "\"utilization\":9223372036854775807.0}"), NULL), "%s", out);
   cr_assert(ne(ptr, strstr(out, "\"utilization\":0.0}]}"), NULL), "peak reserved 0: %s", out);
   /* every name of the lists is there, once per device */
-#define CHECK_NAME(name, desc)                                                        \
-  {                                                                                   \
-    int count = 0;                                                                    \
+#define CHECK_NAME(name, desc)                                                         \
+  {                                                                                    \
+    int count = 0;                                                                     \
     for (const char *p = out; (p = strstr(p, "\"" #name "\":")) != NULL; p++) count++; \
-    cr_assert(eq(int, count, 2), "%s", #name);                                        \
+    cr_assert(eq(int, count, 2), "%s", #name);                                         \
   }
   CUDAPOOL_GAUGES(CHECK_NAME)
   CUDAPOOL_COUNTERS(CHECK_NAME)
@@ -331,16 +331,11 @@ struct dec_case {
 
 ParameterizedTestParameters(format, decimal) {
   static struct dec_case cases[] = {
-      {0.92L, 4, 1, "0.92"},
-      {1.0L, 4, 1, "1.0"},
-      {0.0L, 4, 1, "0.0"},
-      {2.0L / 3.0L, 4, 1, "0.6667"},
-      {0.99995L, 4, 1, "1.0"},
-      {80.0L, 6, 0, "80"},
-      {12.5L, 6, 0, "12.5"},
-      {33.333333L, 6, 0, "33.333333"},
-      {-3.0L, 4, 1, "0.0"},
-      {99.94L, 1, 1, "99.9"},
+      {0.92L, 4, 1, "0.92"},   {1.0L, 4, 1, "1.0"},
+      {0.0L, 4, 1, "0.0"},     {2.0L / 3.0L, 4, 1, "0.6667"},
+      {0.99995L, 4, 1, "1.0"}, {80.0L, 6, 0, "80"},
+      {12.5L, 6, 0, "12.5"},   {33.333333L, 6, 0, "33.333333"},
+      {-3.0L, 4, 1, "0.0"},    {99.94L, 1, 1, "99.9"},
       {99.96L, 1, 1, "100.0"},
   };
   return cr_make_param_array(struct dec_case, cases, sizeof cases / sizeof cases[0]);

@@ -14,9 +14,7 @@
 
 #include "options.h"
 
-static struct {
-  const char *name, *value;
-} env[32];
+static struct { const char *name, *value; } env[32];
 static int nenv;
 
 static void set(const char *name, const char *value) {

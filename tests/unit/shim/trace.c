@@ -47,8 +47,7 @@ static const char *check_prefix(const char *line, long tid, double *time) {
   cr_assert(eq(chr, *end, ','));
   const char *t = end + 1, *dot = strchr(t, '.');
   cr_assert(not(eq(ptr, (void *)dot, NULL)));
-  for (int i = 1; i <= 9; i++)
-    cr_assert(dot[i] >= '0' && dot[i] <= '9', "nine decimals: %.40s", line);
+  for (int i = 1; i <= 9; i++) cr_assert(dot[i] >= '0' && dot[i] <= '9', "nine decimals: %.40s", line);
   cr_assert(eq(chr, dot[10], ','));
   *time = strtod(t, NULL);
   return dot + 11;
@@ -239,8 +238,7 @@ Test(trace, kill9_leaves_a_parseable_file) {
 
 /* A program that forks (PyTorch's DataLoader workers): the child records
  * nothing into the parent's file and can open its own. */
-Test(trace, fork_child_starts_closed)
-{
+Test(trace, fork_child_starts_closed) {
   char parent[128], child[128];
   path_of(parent, "parent.csv");
   path_of(child, "child.csv");
