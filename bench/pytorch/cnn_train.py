@@ -33,8 +33,8 @@ from torch import nn  # noqa: E402
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", choices=["convnext_tiny", "densenet121", "resnet50"], default="convnext_tiny")
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=25)
+    ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--batch", type=int, default=64)
     args = ap.parse_args()
