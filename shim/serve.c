@@ -120,12 +120,21 @@ cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out)
 }
 
 bool cp_serve_owned(uintptr_t p) {
+  cp_block_info_t b;
+  return cp_serve_block_of(p, &b) && b.start == p;
+}
+
+/* Frees p in whichever pool holds it: 0, EINVAL (inside a segment but not a
+ * live block's start) or ENOENT (no pool's). keyed: the thread may reuse it
+ * at once where the reuse rules allow (not for a stream-ordered free). */
+static int free_in_pools(uintptr_t p, bool keyed, unsigned flags) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
-    if (pool && cp_block_size(pool, p)) return true;
+    int rc = pool ? cp_free(pool, p, keyed ? cp_device_reuse_key(dev) : 0, flags) : ENOENT;
+    if (rc != ENOENT) return rc;
   }
-  return false;
+  return ENOENT;
 }
 
 int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
@@ -140,14 +149,8 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
     if (rc != 0) return rc;
     flags = CP_FREE_DEVICE_IDLE;
   }
-  int next = 0;
-  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = cp_device_pool_if_any(dev);
-    int rc = pool ? cp_free(pool, p, cp_device_reuse_key(dev), flags) : ENOENT;
-    if (rc == 0) return 0;
-    if (rc == EINVAL) return layer->real_free(p | 1);
-  }
-  return layer->real_free(p);
+  int rc = free_in_pools(p, true, flags);
+  return rc == 0 ? 0 : layer->real_free(rc == EINVAL ? p | 1 : p);
 }
 
 int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream) {
@@ -157,14 +160,8 @@ int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t st
     int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
     if (rc != 0 || capturing) return rc;
   }
-  int next = 0;
-  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = cp_device_pool_if_any(dev);
-    int rc = pool ? cp_free(pool, p, 0, 0) : ENOENT;
-    if (rc == 0) return 0;
-    if (rc == EINVAL) return layer->free_async(p | 1, stream);
-  }
-  return layer->free_async(p, stream);
+  int rc = free_in_pools(p, false, 0);
+  return rc == 0 ? 0 : layer->free_async(rc == EINVAL ? p | 1 : p, stream);
 }
 
 bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
