@@ -71,6 +71,7 @@ include mk/core.mk
 -include mk/replay.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk
+-include mk/python.mk
 
 # A planted skip must show in scripts/run-tests' closing line
 # (tests/unit/shim/run_tests.c runs it; make test does not).

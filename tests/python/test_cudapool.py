@@ -1,0 +1,380 @@
+"""Tests of python/cudapool (the ctypes module) on the fake CUDA runtime.
+
+cudapool must be preloaded when a process starts, so every case that needs
+it runs a child Python with LD_PRELOAD=<build>/libcudapool.so (after the
+sanitizer runtimes of $CUDAPOOL_TEST_SAN_PRELOAD, as tests/support/it_run.c
+does) that loads build/fakecudart/libcudart.so.13 with RTLD_GLOBAL and calls
+cudaMalloc/cudaFree through the process's global scope, where the preloaded
+shim comes first. The child prints one JSON line; the parent checks it.
+Run by tests/python/run (scripts/run-tests reads its closing line).
+"""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BUILD = os.environ.get("CUDAPOOL_TEST_BUILD") or os.path.join(ROOT, "build")
+LIB = os.path.join(BUILD, "libcudapool.so")
+FAKE_RT = os.path.join(BUILD, "fakecudart", "libcudart.so.13")
+PYDIR = os.path.join(ROOT, "python")
+sys.path.insert(0, PYDIR)
+
+import cudapool  # noqa: E402
+from cudapool import _layout  # noqa: E402
+
+MiB = 1 << 20
+
+# Imported by every child: the fake runtime, and malloc/free through the
+# global scope (the shim's cudaMalloc, not the fake's own).
+PRELUDE = """
+import ctypes, json, os, sys
+import cudapool
+rt = ctypes.CDLL(%r, mode=ctypes.RTLD_GLOBAL)
+g = ctypes.CDLL(None)
+g.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+g.cudaFree.argtypes = [ctypes.c_void_p]
+def malloc(n):
+    p = ctypes.c_void_p()
+    rc = g.cudaMalloc(ctypes.byref(p), n)
+    return p.value if rc == 0 else rc
+def malloc_rc(n):
+    p = ctypes.c_void_p()
+    return g.cudaMalloc(ctypes.byref(p), n)
+def free(p):
+    assert g.cudaFree(p) == 0
+def out(**kw):
+    print("RESULT " + json.dumps(kw))
+""" % FAKE_RT
+
+
+def child_env(preload):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CUDAPOOL_", "FAKECUDA_")) or k.startswith("CUDAPOOL_TEST_")}
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = PYDIR
+    san = os.environ.get("CUDAPOOL_TEST_SAN_PRELOAD", "").split()
+    if san:
+        # Python itself is not instrumented and keeps memory until exit.
+        env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
+    parts = san + ([LIB] if preload else [])
+    if parts:
+        env["LD_PRELOAD"] = ":".join(parts)
+    return env
+
+
+def run_child(code, preload=True, extra_env=None):
+    env = child_env(preload)
+    env.update(extra_env or {})
+    return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=120)
+
+
+class Child(unittest.TestCase):
+    def result(self, code, **kw):
+        p = run_child(code, **kw)
+        self.assertEqual(p.returncode, 0, "child failed:\n" + p.stdout + p.stderr)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+        self.assertEqual(len(lines), 1, p.stdout + p.stderr)
+        return json.loads(lines[0][len("RESULT "):])
+
+
+class NotLoaded(Child):
+    def test_without_preload(self):
+        r = self.result("""
+            errs = {}
+            for name, call in (("stats", lambda: cudapool.stats()),
+                               ("empty_cache", lambda: cudapool.empty_cache()),
+                               ("set_limit", lambda: cudapool.set_limit("8G")),
+                               ("reset_peak", lambda: cudapool.reset_peak()),
+                               ("memory_summary", lambda: cudapool.memory_summary())):
+                try:
+                    call()
+                    errs[name] = None
+                except RuntimeError as e:
+                    errs[name] = str(e)
+            out(loaded=cudapool.is_loaded(), version=cudapool.version(), errs=errs)
+        """, preload=False)
+        self.assertIs(r["loaded"], False)
+        self.assertIsNone(r["version"])
+        for name, msg in r["errs"].items():
+            self.assertIsNotNone(msg, name)
+            self.assertIn("LD_PRELOAD", msg, name)
+            self.assertIn("python -m cudapool", msg, name)
+
+    def test_this_process_is_not_preloaded(self):
+        if "libcudapool" in os.environ.get("LD_PRELOAD", ""):
+            self.skipTest("the test runner itself runs under the preload")
+        self.assertFalse(cudapool.is_loaded())
+        self.assertIsNone(cudapool.version())
+        self.assertRaises(cudapool.NotLoadedError, cudapool.stats)
+
+
+class Loaded(Child):
+    def test_version(self):
+        r = self.result("out(loaded=cudapool.is_loaded(), version=cudapool.version())")
+        self.assertIs(r["loaded"], True)
+        with open(os.path.join(ROOT, "include", "cudapool.h")) as f:
+            text = f.read()
+        import re
+        want = ".".join(re.search(r"#define CUDAPOOL_VERSION_%s (\d+)" % k, text).group(1)
+                        for k in ("MAJOR", "MINOR", "PATCH"))
+        self.assertEqual(r["version"], want)
+
+    def test_exact_stats_after_an_exact_sequence(self):
+        # 1 MiB: small pool, a 2 MiB segment (miss); freed and asked again by
+        # the same thread with no streams: reused at once (hit). 3 MiB: large
+        # pool, a 20 MiB segment (miss), then freed. docs/DESIGN.md.
+        r = self.result("""
+            a = malloc(1 << 20); free(a)
+            b = malloc(1 << 20)
+            c = malloc(3 << 20); free(c)
+            s = cudapool.stats(0)
+            # The library's own JSON report, for the names and the values.
+            libc = ctypes.CDLL("libc.so.6")
+            libc.fopen.restype = ctypes.c_void_p
+            libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            libc.fclose.argtypes = [ctypes.c_void_p]
+            g.cudapool_print_stats.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+            path = sys.argv[0] if False else "/tmp/cudapool-pytest-%d.json" % os.getpid()
+            f = libc.fopen(path.encode(), b"w")
+            rc = g.cudapool_print_stats(f, b"json"); libc.fclose(f)
+            with open(path) as fh: report = json.load(fh)
+            os.unlink(path)
+            out(stats=s, rc=rc, report=report)
+        """)
+        s = r["stats"]
+        self.assertEqual(s["num_alloc"], 3)
+        self.assertEqual(s["num_free"], 2)
+        self.assertEqual(s["hits"], 1)
+        self.assertEqual(s["misses"], 2)
+        self.assertEqual(s["num_immediate_reuse"], 1)
+        self.assertEqual(s["num_device_alloc"], 2)
+        self.assertEqual(s["num_device_free"], 0)
+        self.assertEqual(s["num_ooms"], 0)
+        self.assertEqual(s["allocated_bytes"], {"current": 1 * MiB, "peak": 4 * MiB})
+        self.assertEqual(s["allocated_blocks"], {"current": 1, "peak": 2})
+        self.assertEqual(s["reserved_bytes"], {"current": 22 * MiB, "peak": 22 * MiB})
+        self.assertEqual(s["segments"], {"current": 2, "peak": 2})
+        self.assertEqual(s["cached_bytes"]["current"], 21 * MiB)
+        # The freed 3 MiB block merges with the rest of its segment into one
+        # pending 20 MiB block (nothing synchronised since): still active, not
+        # reusable by every stream. The largest block reusable now is the
+        # other half of the small segment.
+        self.assertEqual(s["pending_bytes"]["current"], 20 * MiB)
+        self.assertEqual(s["active_bytes"]["current"], 21 * MiB)
+        self.assertEqual(s["largest_free_block"], 1 * MiB)
+        self.assertEqual(s["utilization"], round(4 / 22, 4))
+        # Every name of the exit report, with the same values.
+        self.assertEqual(r["rc"], 0)
+        self.assertEqual(len(r["report"]["devices"]), 1)
+        self.assertEqual(s, r["report"]["devices"][0])
+
+    def test_empty_cache_releases_reserved_bytes(self):
+        r = self.result("""
+            a = malloc(1 << 20); c = malloc(3 << 20); free(a); free(c)
+            before = cudapool.stats(0)
+            cudapool.empty_cache(0)
+            after_one = cudapool.stats(0)
+            d = malloc(1 << 20); free(d)
+            cudapool.empty_cache()
+            after_all = cudapool.stats(0)
+            out(before=before, after_one=after_one, after_all=after_all)
+        """)
+        self.assertEqual(r["before"]["reserved_bytes"]["current"], 22 * MiB)
+        self.assertEqual(r["after_one"]["reserved_bytes"], {"current": 0, "peak": 22 * MiB})
+        self.assertEqual(r["after_one"]["segments"]["current"], 0)
+        self.assertEqual(r["after_one"]["num_device_free"], 2)
+        self.assertEqual(r["after_all"]["reserved_bytes"]["current"], 0)
+        self.assertEqual(r["after_all"]["num_device_free"], 3)
+
+    def test_set_limit_makes_a_too_large_malloc_fail(self):
+        r = self.result("""
+            cudapool.set_limit("4M", 0)           # before any allocation: creates the pool
+            big = malloc_rc(8 << 20)
+            small = malloc(1 << 20)
+            s = cudapool.stats(0)
+            cudapool.set_limit(0)                 # no limit, every device
+            again = malloc(8 << 20)
+            cudapool.set_limit(1 << 30, device=0)
+            out(big=big, small_ok=small > 4096, ooms=s["num_ooms"], again_ok=again > 4096,
+                reserved=s["reserved_bytes"]["current"])
+        """)
+        self.assertEqual(r["big"], 2)  # cudaErrorMemoryAllocation
+        self.assertTrue(r["small_ok"])
+        self.assertEqual(r["ooms"], 1)
+        self.assertLessEqual(r["reserved"], 4 * MiB)
+        self.assertTrue(r["again_ok"])
+
+    def test_reset_peak(self):
+        r = self.result("""
+            a = malloc(4 << 20); free(a)
+            before = cudapool.stats(0)
+            cudapool.reset_peak(0)
+            one = cudapool.stats(0)
+            b = malloc(1 << 20); free(b)
+            cudapool.reset_peak()
+            out(before=before, one=one, all=cudapool.stats(0))
+        """)
+        self.assertEqual(r["before"]["allocated_bytes"], {"current": 0, "peak": 4 * MiB})
+        self.assertEqual(r["one"]["allocated_bytes"], {"current": 0, "peak": 0})
+        self.assertEqual(r["one"]["reserved_bytes"], {"current": 20 * MiB, "peak": 20 * MiB})
+        self.assertEqual(r["all"]["allocated_bytes"], {"current": 0, "peak": 0})
+        self.assertEqual(r["all"]["allocated_blocks"], {"current": 0, "peak": 0})
+        self.assertEqual(r["all"]["num_alloc"], 2)  # counters are not peaks
+
+    def test_memory_summary(self):
+        r = self.result("""
+            a = malloc(1 << 20); free(a); b = malloc(1 << 20); c = malloc(3 << 20); free(c)
+            out(text=cudapool.memory_summary(), default=cudapool.memory_summary(0))
+        """)
+        text = r["text"]
+        self.assertEqual(text, r["default"])
+        lines = text.splitlines()
+        self.assertIn("device 0", lines[1])
+
+        def row(name):
+            hit = [l for l in lines if l.startswith("| " + name + " ")]
+            self.assertEqual(len(hit), 1, name + " in\n" + text)
+            return [c.strip() for c in hit[0].strip("|").split("|")]
+
+        self.assertEqual(row("Allocated memory")[1:], ["1.00 MiB", "4.00 MiB"])
+        self.assertEqual(row("Active memory")[1:], ["21.00 MiB", "21.00 MiB"])
+        self.assertEqual(row("Pending memory")[1:], ["20.00 MiB", "20.00 MiB"])
+        self.assertEqual(row("Reserved memory")[1:], ["22.00 MiB", "22.00 MiB"])
+        self.assertEqual(row("Cached memory")[1:], ["21.00 MiB", "21.00 MiB"])
+        self.assertEqual(row("Cache hits / misses")[1:], ["1 / 2"])
+        self.assertEqual(row("Hit rate")[1:], ["33.3%"])
+        self.assertEqual(row("Barriers")[1:], ["0"])
+        self.assertEqual(row("OOMs")[1:], ["0"])
+        self.assertEqual(row("Allocations / frees")[1:], ["3 / 2"])
+        self.assertEqual(row("Largest free block")[1:], ["1.00 MiB"])
+        self.assertEqual(row("Utilization (peak alloc/res)")[1:], ["18.2%"])
+        self.assertEqual(len({len(l) for l in lines}), 1, "ragged table:\n" + text)
+
+    def test_errors_name_the_errno(self):
+        r = self.result("""
+            import errno
+            res = {}
+            for name, call in (("stats", lambda: cudapool.stats(99)),
+                               ("reset_peak", lambda: cudapool.reset_peak(99)),
+                               ("empty_cache", lambda: cudapool.empty_cache(-5)),
+                               ("set_limit", lambda: cudapool.set_limit("1G", 99)),
+                               ("summary", lambda: cudapool.memory_summary(99))):
+                try:
+                    call(); res[name] = None
+                except OSError as e:
+                    res[name] = [errno.errorcode[e.errno], str(e)]
+            for name, call in (("str_device", lambda: cudapool.stats("0")),
+                               ("bad_size", lambda: cudapool.set_limit("8Q")),
+                               ("percent", lambda: cudapool.set_limit("80%"))):
+                try:
+                    call(); res[name] = None
+                except (TypeError, ValueError) as e:
+                    res[name] = [type(e).__name__, str(e)]
+            out(res=res)
+        """)
+        res = r["res"]
+        for name in ("stats", "reset_peak", "set_limit", "summary"):
+            self.assertEqual(res[name][0], "ENODEV", name)
+            self.assertIn("ENODEV", res[name][1], name)
+            self.assertIn("device=99", res[name][1], name)
+        self.assertEqual(res["empty_cache"][0], "EINVAL")
+        self.assertIn("cudapool_empty_cache(device=-5) failed: EINVAL", res["empty_cache"][1])
+        self.assertEqual(res["str_device"][0], "TypeError")
+        self.assertEqual(res["bad_size"][0], "ValueError")
+        self.assertIn("8Q", res["bad_size"][1])
+        self.assertEqual(res["percent"][0], "ValueError")
+
+
+class Sizes(unittest.TestCase):
+    def test_parse_size(self):
+        P = cudapool.parse_size
+        self.assertEqual(P("8G"), 8 << 30)
+        self.assertEqual(P("8GiB"), 8 << 30)
+        self.assertEqual(P("8gb"), 8 << 30)
+        self.assertEqual(P(" 64K "), 64 << 10)
+        self.assertEqual(P("1.5G"), 1610612736)
+        self.assertEqual(P("512B"), 512)
+        self.assertEqual(P("512"), 512)
+        self.assertEqual(P(4096), 4096)
+        self.assertEqual(P("0"), 0)
+        self.assertEqual(P("16777215T"), 16777215 << 40)
+        for bad in ("1.5", "8 G", "8Q", "-1", "80%", "", "0x10", "1e9", "16777216T"):
+            self.assertRaises(ValueError, P, bad)
+        self.assertRaises(ValueError, P, -1)
+        self.assertRaises(ValueError, P, 1 << 64)
+        self.assertRaises(TypeError, P, True)
+        self.assertRaises(TypeError, P, 1.5)
+
+
+class Layout(unittest.TestCase):
+    def test_builtin_copy_equals_the_header(self):
+        with open(os.path.join(ROOT, "include", "cudapool.h")) as f:
+            header = _layout.parse_header(f.read())
+        self.assertEqual(_layout.BUILTIN, header,
+                         "python/cudapool/_layout.py BUILTIN differs from include/cudapool.h")
+
+    def test_source_tree_reads_the_header(self):
+        lists, source = _layout.load()
+        self.assertEqual(os.path.realpath(source), os.path.realpath(os.path.join(ROOT, "include", "cudapool.h")))
+
+    def test_struct_size(self):
+        lists = _layout.BUILTIN
+        S = _layout.make_struct(lists)
+        want = 16 + 16 * len(lists["GAUGES"]) + 8 * (len(lists["COUNTERS"]) + len(lists["SNAPSHOT"]))
+        self.assertEqual(ctypes.sizeof(S), want)
+        self.assertEqual(ctypes.alignment(S), 8)
+
+    def test_builtin_used_without_a_header(self):
+        old = os.environ.get("CUDAPOOL_HEADER")
+        os.environ["CUDAPOOL_HEADER"] = "/nonexistent/cudapool.h"
+        try:
+            self.assertEqual(_layout.load(), (_layout.BUILTIN, "built-in"))
+        finally:
+            if old is None:
+                del os.environ["CUDAPOOL_HEADER"]
+            else:
+                os.environ["CUDAPOOL_HEADER"] = old
+
+
+class Main(unittest.TestCase):
+    def run_main(self, args, extra_env=None):
+        env = child_env(False)
+        env["CUDAPOOL_LIB"] = LIB
+        env.update(extra_env or {})
+        return subprocess.run([sys.executable, "-m", "cudapool"] + args, env=env, cwd="/",
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=120)
+
+    def test_help(self):
+        p = self.run_main(["--help"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("usage: cudapool [OPTIONS]"), p.stdout)
+
+    def test_bad_flag_value_refused_by_the_launcher(self):
+        p = self.run_main(["--limit", "8Q", "--", "true"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('--limit "8Q" is not a size', p.stderr)
+
+    def test_runs_python_under_the_pool(self):
+        code = ("import cudapool, ctypes, os; ctypes.CDLL(%r, mode=ctypes.RTLD_GLOBAL); "
+                "s = cudapool.stats(0); " % FAKE_RT +
+                "print(cudapool.is_loaded(), os.environ['CUDAPOOL_LIMIT'], s['num_alloc'])")
+        p = self.run_main(["--limit", "8G", "--", sys.executable, "-c", code])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), ["True", "8G", "0"])
+
+    def test_no_launcher(self):
+        p = self.run_main(["--help"], {"CUDAPOOL_LAUNCHER": "/nonexistent/cudapool"})
+        self.assertEqual(p.returncode, 127)
+        self.assertIn("cannot find the cudapool launcher", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
