@@ -87,6 +87,7 @@ CP_EXPORT int cudapool_set_limit(int device, size_t bytes) {
   if (!dev) return ENODEV;
   if (!cp_pool_enabled()) return ENOTSUP;
   cp_pool_t *pool = cp_device_pool_if_any(dev);
+  if (!pool && !device_exists(device)) return ENODEV;
   if (!pool) {
     /* Setting a limit before the first allocation creates the pool, which
      * needs that device current. */

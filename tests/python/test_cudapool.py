@@ -265,6 +265,7 @@ class Loaded(Child):
                                ("reset_peak", lambda: cudapool.reset_peak(99)),
                                ("empty_cache", lambda: cudapool.empty_cache(-5)),
                                ("set_limit", lambda: cudapool.set_limit("1G", 99)),
+                               ("set_limit_absent", lambda: cudapool.set_limit("1G", 1)),
                                ("summary", lambda: cudapool.memory_summary(99))):
                 try:
                     call(); res[name] = None
@@ -284,6 +285,8 @@ class Loaded(Child):
             self.assertEqual(res[name][0], "ENODEV", name)
             self.assertIn("ENODEV", res[name][1], name)
             self.assertIn("device=99", res[name][1], name)
+        # The fake has one device: device 1 does not exist (no pool is made).
+        self.assertEqual(res["set_limit_absent"][0], "ENODEV")
         self.assertEqual(res["empty_cache"][0], "EINVAL")
         self.assertIn("cudapool_empty_cache(device=-5) failed: EINVAL", res["empty_cache"][1])
         self.assertEqual(res["str_device"][0], "TypeError")
