@@ -76,23 +76,9 @@ Test(shim_it_mt, device_reset_while_eight_threads_allocate) {
 /* The exit report after such a reset: the device's pool since the reset,
  * with nothing left allocated. */
 Test(shim_it_mt, exit_report_after_a_reset_while_threads_allocate) {
-  char dir[] = "/tmp/cudapool-it-XXXXXX", pattern[128], path[128];
-  cr_assert(ne(ptr, mkdtemp(dir), NULL));
-  snprintf(pattern, sizeof pattern, "CUDAPOOL_STATS=%s/report.%%p.json", dir);
-  const char *const env[] = {pattern, "CUDAPOOL_STATS_FORMAT=json", NULL};
   it_result s;
-  it_run_ok(&s, IT_SHIM, env, "reset_threads", NULL);
-  snprintf(path, sizeof path, "%s/report.%d.json", dir, (int)s.pid);
-  FILE *f = fopen(path, "r");
-  cr_assert(ne(ptr, f, NULL), "no report at %s\n--- stderr\n%s", path, s.err);
   char text[1 << 16];
-  size_t len = fread(text, 1, sizeof text - 1, f);
-  text[len] = '\0';
-  fclose(f);
-  remove(path);
-  remove(dir);
-  it_json *j = it_json_parse(text);
-  cr_assert(ne(ptr, j, NULL), "not JSON:\n%s", text);
+  it_json *j = it_json_report(&s, "reset_threads", text, sizeof text);
   const it_json *devs = it_json_get(j, "devices");
   cr_assert(eq(int, it_json_type(devs), IT_JSON_ARR), "%s", text);
   cr_assert(eq(sz, it_json_len(devs), 1), "%s", text);
