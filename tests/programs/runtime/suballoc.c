@@ -259,7 +259,38 @@ static void capture_one(const char *tag, enum cudaStreamCaptureMode mode) {
   printf("info: %s real_calls=%ld\n", tag, real_calls);
 }
 
+/* A second stream joins the capture through an event wait, frees there,
+ * and is joined back: it is capturing as much as the first. */
+static void capture_joined(void) {
+  cudaStream_t s1, s2;
+  cudaEvent_t e1, e2;
+  cudaGraph_t g = NULL;
+  int c = cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) |
+          cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) |
+          cudaEventCreateWithFlags(&e1, cudaEventDisableTiming) |
+          cudaEventCreateWithFlags(&e2, cudaEventDisableTiming);
+  void *p = NULL;
+  int al = cudaMalloc(&p, 4096);
+  int begin = cudaStreamBeginCapture(s1, cudaStreamCaptureModeRelaxed);
+  int join = cudaEventRecord(e1, s1) | cudaStreamWaitEvent(s2, e1, 0);
+  long calls0 = fake_calls("cudaFreeAsync");
+  int f = cudaFreeAsync(p, s2);
+  long real_calls = fake_calls("cudaFreeAsync") - calls0;
+  int back = cudaEventRecord(e2, s2) | cudaStreamWaitEvent(s1, e2, 0);
+  int end = cudaStreamEndCapture(s1, &g);
+  int graph = g != NULL;
+  if (g) cudaGraphDestroy(g);
+  int usable = round_trip(p, 4096, 7);
+  int fp = cudaFree(p);
+  int d = cudaStreamDestroy(s1) | cudaStreamDestroy(s2) | cudaEventDestroy(e1) | cudaEventDestroy(e2);
+  printf("capture_joined: create=%d alloc=%d begin=%d join=%d free=%d back=%d end=%d graph=%d usable=%d "
+         "free_p=%d destroy=%d last=%d\n",
+         c, al, begin, join, f, back, end, graph, usable, fp, d, LAST());
+  printf("info: capture_joined real_calls=%ld\n", real_calls);
+}
+
 static void capture(void) {
+  capture_joined();
   capture_one("capture_relaxed", cudaStreamCaptureModeRelaxed);
   capture_one("capture_global", cudaStreamCaptureModeGlobal);
   int sync = cudaDeviceSynchronize();
