@@ -259,5 +259,5 @@ int cp_device_stats_all(cudapool_stats_t *out, int cap) {
     if (n < cap) cp_get_stats(pool, &out[n]);
     n++;
   }
-  return n < cap || !out ? n : cap;
+  return out && n > cap ? cap : n;
 }
