@@ -9,7 +9,7 @@ Reads what gpu-check left in its work folder:
   cg-native.out, cg-pool.out           bench/gpu/legacy_cg output
   demo-native.out, demo-pool.out       demo/legacy_app output
   torch-WORKLOAD-ALLOC.json            bench/pytorch result lines
-                                       (ALLOC: caching, off, cudapool)
+                                       (ALLOC: caching, off, cudapool, runtime)
 merges the native and pool runs of each benchmark into one row with the
 ratios, judges the goals of issue 5, prints the table, and writes
 OUT/summary.txt (the table) and OUT/results.json (everything, parsed).
@@ -243,7 +243,12 @@ def legacy_rows(work, table, results):
 
 
 def torch_rows(work, table, results):
-    allocs = ("caching", "off", "cudapool")
+    # "runtime" is cudapool with CUDAPOOL_LAYER=runtime: the pool then holds
+    # exactly what PyTorch's allocator holds (cuBLAS/cuDNN's driver-level
+    # allocations stay native in both), so its peak reserved is the
+    # like-for-like figure; the default-layer run's process peak is the real cost.
+    allocs = ("caching", "off", "cudapool", "runtime")
+    loss_allocs = ("caching", "off", "cudapool")
     for wl in ("transformer", "gpt2", "convnext_tiny", "densenet121", "resnet50"):
         runs = {}
         for a in allocs:
@@ -263,7 +268,7 @@ def torch_rows(work, table, results):
             if not r or "step_ms_median" not in r:
                 parts.append("%s -" % a)
                 continue
-            s = "%s %.1f ms" % (a, r["step_ms_median"])
+            s = "%s %.1f ms" % (a, r["step_ms_median"]) if a != "runtime" else "runtime layer"
             if r.get("peak_reserved_bytes"):
                 s += " %s" % fmt_bytes(r["peak_reserved_bytes"])
             if r.get("process_peak_bytes"):
@@ -272,10 +277,10 @@ def torch_rows(work, table, results):
                 s += " util %.2f" % r["utilization"]
             parts.append(s)
         losses = {a: runs[a].get("loss_hex") for a in allocs if a in runs}
-        have_all = all(a in runs and runs[a].get("loss_hex") for a in allocs)
+        have_all = all(a in runs and runs[a].get("loss_hex") for a in loss_allocs)
         same = have_all and len(set(losses.values())) == 1
         if same:
-            loss_txt = "loss %r identical in all three" % runs["caching"]["loss"]
+            loss_txt = "loss %r identical in all %d runs" % (runs["caching"]["loss"], len(losses))
         else:
             loss_txt = "loss " + ", ".join("%s %s" % (a, runs[a].get("loss", "-"))
                                             for a in allocs if a in runs)
@@ -293,9 +298,10 @@ def torch_rows(work, table, results):
             missed = []
             if pt > GOAL_TORCH_TIME * ct:
                 missed.append("step > %.2fx caching" % GOAL_TORCH_TIME)
-            cr, pr = c.get("peak_reserved_bytes"), p.get("peak_reserved_bytes")
+            cr = c.get("peak_reserved_bytes")
+            pr = runs.get("runtime", {}).get("peak_reserved_bytes") or p.get("peak_reserved_bytes")
             if cr and pr and pr > cr:
-                missed.append("reserves more than caching")
+                missed.append("reserves more than caching (like for like)")
             cp_, pp = c.get("process_peak_bytes"), p.get("process_peak_bytes")
             if cp_ and pp and pp > cp_:
                 missed.append("process peak above caching's")

@@ -1,6 +1,9 @@
 # pytorch.sh: the pytorch section (mode pytorch, part of all): the
 # bench/pytorch workloads with PyTorch's caching allocator, with caching off,
-# and with caching off under the shim; summary.py compares them.
+# and with caching off under the shim (default layers, and runtime layer only:
+# the like-for-like reserved figure, since then cuBLAS/cuDNN's own driver
+# allocations stay outside the pool as they stay outside PyTorch's count);
+# summary.py compares them.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
 
@@ -19,13 +22,16 @@ section_pytorch() {
       gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
       *) cmd=(bench/pytorch/cnn_train.py --model "$wl") ;;
     esac
-    for alloc in caching off cudapool; do
+    for alloc in caching off cudapool runtime; do
       envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
       case "$alloc" in
         off) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
         cudapool)
           shim_built || { record FAIL "torch $wl cudapool run" "no shim"; continue; }
           envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}") ;;
+        runtime)
+          shim_built || continue
+          envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_LAYER=runtime) ;;
       esac
       jf=$WORK/torch-$wl-$alloc.json
       run "$wl $alloc" 150 "$jf.raw" "${envs[@]}" python3 "${cmd[@]}"
