@@ -2,7 +2,7 @@
 """summary.py: the table scripts/gpu-check prints last.
 
 Reads what gpu-check left in its work folder:
-  meta.tsv          key<TAB>value (gpu, driver, commit, date, mode, out)
+  meta.tsv          key<TAB>value (gpu, driver, commit, date, mode, out, host)
   records.tsv       section<TAB>status<TAB>name<TAB>detail, rows judged by the
                     script itself (builds, tests, memcheck)
   alloc-native.out, alloc-pool.out     bench/gpu/alloc_bench output
@@ -339,6 +339,7 @@ def main():
              "cudapool gpu-check %s: %s, driver %s, commit %s, %s" % (
                  meta.get("mode", "?"), meta.get("gpu", "?"), meta.get("driver", "?"),
                  meta.get("commit", "?"), meta.get("date", "?")),
+             "host: %s" % meta.get("host", "?"),
              "%-6s  %-*s  %s" % ("STATUS", width, "CHECK", "RESULT")]
     for r in rows:
         lines.append("%-6s  %-*s  %s" % (r["status"], width, r["check"], r["result"]))

@@ -42,6 +42,13 @@ set_paths() {
   pool_env=(env "${shim_vars[@]}")
 }
 
+# host_cpu: the host's CPU model and its number of CPUs, one line.
+host_cpu() {
+  local model
+  model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
+  echo "${model:-unknown CPU}, $(nproc 2>/dev/null || echo '?') CPUs"
+}
+
 # setup_run MODE GPU_LINE: the paths, fresh folders, the banner, meta.tsv.
 setup_run() {
   local mode=$1 gpu_line=$2 gpu_name driver commit
@@ -66,8 +73,11 @@ setup_run() {
   echo "== cudapool gpu-check $mode, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "GPU: ${gpu_name:-none}   driver: ${driver:--}   memory: $(cut -d, -f3 <<<"$gpu_line" | sed 's/^ *//')"
   echo "nvcc: $("$NVCC" --version 2>/dev/null | tail -n 1)   commit: $commit   logs: $OUT"
+  # Host speed varies between lent machines (the same build's cache hit has
+  # measured 144 and 315 ns): every figure is read against this line.
+  echo "host: $(host_cpu)"
   {
     printf 'mode\t%s\ngpu\t%s\ndriver\t%s\ncommit\t%s\n' "$mode" "${gpu_name:-none}" "${driver:--}" "$commit"
-    printf 'date\t%s\nout\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$OUT"
+    printf 'date\t%s\nout\t%s\nhost\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$OUT" "$(host_cpu)"
   } >"$WORK/meta.tsv"
 }
