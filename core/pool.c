@@ -112,11 +112,7 @@ static void teardown(cp_pool_t *pool, bool give_back) {
     if (give_back) pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
     free(seg);
   }
-  while (pool->spare) {
-    cp_block_t *b = pool->spare;
-    pool->spare = b->next;
-    free(b);
-  }
+  CP_LIST_FREE_ALL(pool->spare);
   free_keyed(&pool->small);
   free_keyed(&pool->large);
   free(pool->fences);

@@ -1,11 +1,13 @@
-/* util.h: two small helpers the core, the shim and the tools share: emptying
- * a uthash table whose entries were malloc'ed, and the monotonic clock in
- * nanoseconds. Header-only; no state. */
+/* util.h: small helpers the core, the shim and the tools share: emptying a
+ * uthash table or a singly-linked list whose entries were malloc'ed,
+ * unlinking from a doubly-linked list, appending to a growable array, and
+ * the monotonic clock in nanoseconds. Header-only; no state. */
 #ifndef CUDAPOOL_CORE_UTIL_H
 #define CUDAPOOL_CORE_UTIL_H
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Delete every entry of the uthash table `head` (handle `hh`) and free it. */
@@ -17,6 +19,42 @@
       free(cp_el_);                        \
     }                                      \
   } while (0)
+
+/* Free every element of the singly-linked list `head` (linked by `next`). */
+#define CP_LIST_FREE_ALL(head)        \
+  do {                                \
+    while (head) {                    \
+      __typeof__(head) cp_el_ = head; \
+      head = cp_el_->next;            \
+      free(cp_el_);                   \
+    }                                 \
+  } while (0)
+
+/* Take `el` out of the doubly-linked list that runs from `first` to `last`
+ * through the fields `prev` and `next`; el's own links are left as they were. */
+#define CP_LIST_UNLINK(first, last, el, prev, next)            \
+  do {                                                         \
+    *((el)->prev ? &(el)->prev->next : &(first)) = (el)->next; \
+    *((el)->next ? &(el)->next->prev : &(last)) = (el)->prev;  \
+  } while (0)
+
+/* A new last element of the array whose pointer is at array_ptr (n used,
+ * cap allocated, elem bytes each; the capacity doubles, from 16), or NULL
+ * without memory (then nothing changed). The pointer is copied in and out
+ * with memcpy: array_ptr points to some T *, never to a char *. */
+static inline void *cp_push(void *array_ptr, size_t *n, size_t *cap, size_t elem) {
+  char *array;
+  memcpy(&array, array_ptr, sizeof array);
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    char *grown = realloc(array, c * elem);
+    if (!grown) return NULL;
+    array = grown;
+    memcpy(array_ptr, &array, sizeof array);
+    *cap = c;
+  }
+  return array + (*n)++ * elem;
+}
 
 static inline uint64_t cp_monotonic_ns(void) {
   struct timespec ts;
