@@ -115,6 +115,13 @@ static int ok_or_clear(cudaError_t rc) {
   return -1;
 }
 
+/* A query's answer: 1 done; 0 not yet, or failed (its error cleared, as above). */
+static int done_or_clear(cudaError_t rc) {
+  if (rc == cudaSuccess) return 1;
+  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
+  return 0;
+}
+
 static int rt_current_device(int *dev) { return ok_or_clear(cp_real.cudaGetDevice(dev)); }
 
 static int rt_device_count(int *count) {
@@ -162,12 +169,7 @@ static int rt_event_record(cudaEvent_t ev, cudaStream_t stream) {
   return ok_or_clear(cp_real.cudaEventRecord(ev, stream));
 }
 
-static int rt_event_query(cudaEvent_t ev) {
-  cudaError_t rc = cp_real.cudaEventQuery(ev);
-  if (rc == cudaSuccess) return 1;
-  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
-  return 0;
-}
+static int rt_event_query(cudaEvent_t ev) { return done_or_clear(cp_real.cudaEventQuery(ev)); }
 
 static int rt_event_sync(cudaEvent_t ev) { return ok_or_clear(cp_real.cudaEventSynchronize(ev)); }
 
@@ -175,12 +177,7 @@ static int rt_stream_wait(cudaStream_t stream, cudaEvent_t ev) {
   return ok_or_clear(cp_real.cudaStreamWaitEvent(stream, ev, 0));
 }
 
-static int rt_stream_idle(cudaStream_t stream) {
-  cudaError_t rc = cp_real.cudaStreamQuery(stream);
-  if (rc == cudaSuccess) return 1;
-  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
-  return 0;
-}
+static int rt_stream_idle(cudaStream_t stream) { return done_or_clear(cp_real.cudaStreamQuery(stream)); }
 
 const cp_api_t cp_api_runtime = {
     .name = "runtime",
