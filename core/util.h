@@ -1,11 +1,14 @@
 /* util.h: small helpers the core, the shim and the tools share: emptying a
  * uthash table or a singly-linked list whose entries were malloc'ed,
- * unlinking from a doubly-linked list, appending to a growable array, and
- * the monotonic clock in nanoseconds. Header-only; no state. */
+ * linking into and out of a doubly-linked list, appending to a growable
+ * array, a failure's message into the caller's buffer, and the monotonic
+ * clock in nanoseconds. Header-only; no state. */
 #ifndef CUDAPOOL_CORE_UTIL_H
 #define CUDAPOOL_CORE_UTIL_H
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,8 +33,19 @@
     }                                 \
   } while (0)
 
-/* Take `el` out of the doubly-linked list that runs from `first` to `last`
- * through the fields `prev` and `next`; el's own links are left as they were. */
+/* Doubly-linked lists that run from `first` to `last` through the fields
+ * `prev` and `next` of their elements. */
+
+/* Put `el` into the list after `at` (NULL: at the head). */
+#define CP_LIST_INSERT_AFTER(first, last, at, el, prev, next) \
+  do {                                                        \
+    (el)->prev = (at);                                        \
+    (el)->next = (at) ? (at)->next : (first);                 \
+    *((el)->next ? &(el)->next->prev : &(last)) = (el);       \
+    *((el)->prev ? &(el)->prev->next : &(first)) = (el);      \
+  } while (0)
+
+/* Take `el` out of the list; el's own links are left as they were. */
 #define CP_LIST_UNLINK(first, last, el, prev, next)            \
   do {                                                         \
     *((el)->prev ? &(el)->prev->next : &(first)) = (el)->next; \
@@ -54,6 +68,20 @@ static inline void *cp_push(void *array_ptr, size_t *n, size_t *cap, size_t elem
     *cap = c;
   }
   return array + (*n)++ * elem;
+}
+
+/* A failure's message, written into buf (cap bytes; nothing when either is
+ * 0) with printf's format; returns -1 for the caller to return. */
+static inline int cp_fail_msg(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline int cp_fail_msg(char *buf, size_t cap, const char *fmt, ...) {
+  if (buf && cap) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
 }
 
 static inline uint64_t cp_monotonic_ns(void) {
