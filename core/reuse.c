@@ -150,16 +150,7 @@ static cp_block_t *coalesce_for_key(cp_pool_t *pool, cp_block_t *b, const cp_key
 
 /* Into the free-order list after prev (NULL: at the head). */
 static void fifo_insert_after(cp_pool_t *pool, cp_block_t *prev, cp_block_t *b) {
-  b->fifo_prev = prev;
-  b->fifo_next = prev ? prev->fifo_next : pool->fifo_head;
-  if (b->fifo_next)
-    b->fifo_next->fifo_prev = b;
-  else
-    pool->fifo_tail = b;
-  if (prev)
-    prev->fifo_next = b;
-  else
-    pool->fifo_head = b;
+  CP_LIST_INSERT_AFTER(pool->fifo_head, pool->fifo_tail, prev, b, fifo_prev, fifo_next);
 }
 
 void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {

@@ -55,12 +55,8 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
     pool->be.free(pool->be.ctx, pool->device, base, size);
     return ENOMEM;
   }
-  *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b, .older = pool->newest};
-  if (pool->newest)
-    pool->newest->newer = seg;
-  else
-    pool->oldest = seg;
-  pool->newest = seg;
+  *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b};
+  CP_LIST_INSERT_AFTER(pool->oldest, pool->newest, pool->newest, seg, older, newer);
   RB_INSERT(cp_segment_tree, &pool->segments, seg);
   *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
   pool->block_count++;
