@@ -358,23 +358,18 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
   return size;
 }
 
-bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
+int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   pthread_mutex_lock(&pool->lock);
   cp_segment_t *seg = cp_segment_containing(pool, addr);
   cp_block_t *b = seg ? seg->first : NULL;
   while (b && addr - b->addr >= b->size) b = b->next;
-  bool found = b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested;
-  if (found)
+  int rc = seg ? EINVAL : ENOENT;
+  if (b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested) {
     *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
+    rc = 0;
+  }
   pthread_mutex_unlock(&pool->lock);
-  return found;
-}
-
-bool cp_pool_holds(cp_pool_t *pool, uintptr_t addr) {
-  pthread_mutex_lock(&pool->lock);
-  bool held = cp_segment_containing(pool, addr) != NULL;
-  pthread_mutex_unlock(&pool->lock);
-  return held;
+  return rc;
 }
 
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
