@@ -439,10 +439,16 @@ void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {
   pthread_mutex_unlock(&pool->lock);
 }
 
+/* Every pending block made ready (by a barrier, else by waiting for the
+ * fences), then every whole free segment released. */
+static size_t empty_cache_locked(cp_pool_t *pool) {
+  if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
+  return cp_release_free_segments(pool, 0);
+}
+
 size_t cp_empty_cache(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
-  if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
-  size_t released = cp_release_free_segments(pool, 0);
+  size_t released = empty_cache_locked(pool);
   pthread_mutex_unlock(&pool->lock);
   return released;
 }
@@ -457,10 +463,8 @@ size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
 void cp_set_limit(cp_pool_t *pool, size_t limit) {
   pthread_mutex_lock(&pool->lock);
   pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
-  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit) {
-    if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
-    cp_release_free_segments(pool, 0);
-  }
+  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit)
+    empty_cache_locked(pool);
   pthread_mutex_unlock(&pool->lock);
 }
 
