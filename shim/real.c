@@ -179,20 +179,6 @@ static int rt_stream_wait(cudaStream_t stream, cudaEvent_t ev) {
 
 static int rt_stream_idle(cudaStream_t stream) { return done_or_clear(cp_real.cudaStreamQuery(stream)); }
 
-const cp_api_t cp_api_runtime = {
-    .name = "runtime",
-    .current_device = rt_current_device,
-    .device_count = rt_device_count,
-    .enter = rt_enter,
-    .leave = rt_leave,
-    .mem_alloc = rt_mem_alloc,
-    .mem_free = rt_mem_free,
-    .mem_get_info = rt_mem_get_info,
-    .event_create = rt_event_create,
-    .event_destroy = rt_event_destroy,
-    .event_record = rt_event_record,
-    .event_query = rt_event_query,
-    .event_sync = rt_event_sync,
-    .stream_wait = rt_stream_wait,
-    .stream_idle = rt_stream_idle,
-};
+#define RT_OP(ret, op, params) .op = rt_##op,
+const cp_api_t cp_api_runtime = {.name = "runtime", CP_API_OPS(RT_OP)};
+#undef RT_OP
