@@ -1,19 +1,7 @@
 /* check.c: cp_pool_check, every invariant of the pool verified from scratch
  * (for tests and the randomized checker; O(blocks), never on a hot path). */
-#include <stdarg.h>
-#include <stdio.h>
-
 #include "pool_internal.h"
-
-static int fail(char *why, size_t n, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
+#include "util.h"
 
 typedef struct tally {
   size_t blocks, free_blocks, active, ready[2], pending[2];
@@ -25,16 +13,16 @@ static int check_segment(cp_pool_t *pool, cp_segment_t *seg, tally_t *t, char *w
   const cp_block_t *prev = NULL;
   for (const cp_block_t *b = seg->first; b; prev = b, b = b->next) {
     if (b->addr != at || b->segment != seg || b->prev != prev)
-      return fail(why, n, "segment %#lx: block %#lx out of place", seg->base, b->addr);
+      return cp_fail_msg(why, n, "segment %#lx: block %#lx out of place", seg->base, b->addr);
     if (b->size == 0 || b->size % pool->cfg.round)
-      return fail(why, n, "block %#lx: size %zu", b->addr, b->size);
+      return cp_fail_msg(why, n, "block %#lx: size %zu", b->addr, b->size);
     if (prev && prev->state == CP_BLOCK_READY && b->state == CP_BLOCK_READY)
-      return fail(why, n, "blocks %#lx and %#lx: adjacent ready blocks", prev->addr, b->addr);
+      return cp_fail_msg(why, n, "blocks %#lx and %#lx: adjacent ready blocks", prev->addr, b->addr);
     t->blocks++;
     if (b->state == CP_BLOCK_ACTIVE) {
       const cp_block_t *found;
       HASH_FIND_PTR(pool->active, &b->addr, found);
-      if (found != b) return fail(why, n, "block %#lx: active but not in the map", b->addr);
+      if (found != b) return cp_fail_msg(why, n, "block %#lx: active but not in the map", b->addr);
       t->active++;
       t->allocated += b->size;
       t->requested += b->requested;
@@ -50,7 +38,8 @@ static int check_segment(cp_pool_t *pool, cp_segment_t *seg, tally_t *t, char *w
     at += b->size;
   }
   if (at != seg->base + seg->size)
-    return fail(why, n, "segment %#lx: blocks cover %zu of %zu bytes", seg->base, at - seg->base, seg->size);
+    return cp_fail_msg(why, n, "segment %#lx: blocks cover %zu of %zu bytes", seg->base, at - seg->base,
+                       seg->size);
   t->reserved += seg->size;
   t->segments++;
   return 0;
@@ -60,13 +49,13 @@ static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {
   size_t count = 0;
   uint64_t last = 0;
   for (const cp_block_t *b = pool->fifo_head; b; b = b->fifo_next) {
-    if (b->state != CP_BLOCK_PENDING) return fail(why, n, "fifo holds non-pending %#lx", b->addr);
-    if (b->free_seq < last || b->free_seq > pool->free_seq) return fail(why, n, "fifo out of order");
-    if (b->keyed && b->keyed->count == 0) return fail(why, n, "keyed tree count wrong");
+    if (b->state != CP_BLOCK_PENDING) return cp_fail_msg(why, n, "fifo holds non-pending %#lx", b->addr);
+    if (b->free_seq < last || b->free_seq > pool->free_seq) return cp_fail_msg(why, n, "fifo out of order");
+    if (b->keyed && b->keyed->count == 0) return cp_fail_msg(why, n, "keyed tree count wrong");
     last = b->free_seq;
     count++;
   }
-  return count == expected ? 0 : fail(why, n, "fifo has %zu blocks, %zu pending", count, expected);
+  return count == expected ? 0 : cp_fail_msg(why, n, "fifo has %zu blocks, %zu pending", count, expected);
 }
 
 int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
@@ -78,30 +67,30 @@ int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
     rc = check_segment(pool, seg, &t, why, n);
   const cudapool_stats_t *s = &pool->stats;
   if (rc == 0 && HASH_COUNT(pool->active) != t.active + 1)
-    rc = fail(why, n, "map has %u entries, %zu active blocks and the anchor", HASH_COUNT(pool->active),
-              t.active);
+    rc = cp_fail_msg(why, n, "map has %u entries, %zu active blocks and the anchor", HASH_COUNT(pool->active),
+                     t.active);
   for (int small = 0; small < 2 && rc == 0; small++) {
     cp_subpool_t *sp = cp_subpool_of(pool, small);
     if (sp->ready.count != t.ready[small])
-      rc = fail(why, n, "bins hold %zu, %zu ready", sp->ready.count, t.ready[small]);
+      rc = cp_fail_msg(why, n, "bins hold %zu, %zu ready", sp->ready.count, t.ready[small]);
     else if (sp->pending_count != t.pending[small])
-      rc = fail(why, n, "pending count %zu, found %zu", sp->pending_count, t.pending[small]);
+      rc = cp_fail_msg(why, n, "pending count %zu, found %zu", sp->pending_count, t.pending[small]);
   }
   if (rc == 0) rc = check_fifo(pool, t.pending[0] + t.pending[1], why, n);
   if (rc == 0 && (t.blocks != pool->block_count || t.free_blocks != pool->free_block_count))
-    rc = fail(why, n, "block counts %zu/%zu, found %zu/%zu", pool->block_count, pool->free_block_count,
-              t.blocks, t.free_blocks);
+    rc = cp_fail_msg(why, n, "block counts %zu/%zu, found %zu/%zu", pool->block_count, pool->free_block_count,
+                     t.blocks, t.free_blocks);
   if (rc == 0 &&
       ((size_t)s->allocated_bytes.current != t.allocated || (size_t)s->allocated_blocks.current != t.active ||
        (size_t)s->requested_bytes.current != t.requested ||
        (size_t)s->pending_bytes.current != t.pending_bytes ||
        (size_t)s->reserved_bytes.current != t.reserved || (size_t)s->segments.current != t.segments))
-    rc = fail(why, n, "stats disagree: allocated %ld/%zu reserved %ld/%zu pending %ld/%zu",
-              (long)s->allocated_bytes.current, t.allocated, (long)s->reserved_bytes.current, t.reserved,
-              (long)s->pending_bytes.current, t.pending_bytes);
+    rc = cp_fail_msg(why, n, "stats disagree: allocated %ld/%zu reserved %ld/%zu pending %ld/%zu",
+                     (long)s->allocated_bytes.current, t.allocated, (long)s->reserved_bytes.current,
+                     t.reserved, (long)s->pending_bytes.current, t.pending_bytes);
   if (rc == 0 && (s->active_bytes.current != s->allocated_bytes.current + s->pending_bytes.current ||
                   s->cached_bytes.current != s->reserved_bytes.current - s->allocated_bytes.current))
-    rc = fail(why, n, "derived stats stale");
+    rc = cp_fail_msg(why, n, "derived stats stale");
   pthread_mutex_unlock(&pool->lock);
   return rc;
 }

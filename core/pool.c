@@ -112,11 +112,7 @@ static void teardown(cp_pool_t *pool, bool give_back) {
     if (give_back) pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
     free(seg);
   }
-  while (pool->spare) {
-    cp_block_t *b = pool->spare;
-    pool->spare = b->next;
-    free(b);
-  }
+  CP_LIST_FREE_ALL(pool->spare);
   free_keyed(&pool->small);
   free_keyed(&pool->large);
   free(pool->fences);
@@ -362,23 +358,18 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
   return size;
 }
 
-bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
+int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   pthread_mutex_lock(&pool->lock);
   cp_segment_t *seg = cp_segment_containing(pool, addr);
   cp_block_t *b = seg ? seg->first : NULL;
   while (b && addr - b->addr >= b->size) b = b->next;
-  bool found = b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested;
-  if (found)
+  int rc = seg ? EINVAL : ENOENT;
+  if (b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested) {
     *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
+    rc = 0;
+  }
   pthread_mutex_unlock(&pool->lock);
-  return found;
-}
-
-bool cp_pool_holds(cp_pool_t *pool, uintptr_t addr) {
-  pthread_mutex_lock(&pool->lock);
-  bool held = cp_segment_containing(pool, addr) != NULL;
-  pthread_mutex_unlock(&pool->lock);
-  return held;
+  return rc;
 }
 
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
@@ -448,10 +439,16 @@ void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {
   pthread_mutex_unlock(&pool->lock);
 }
 
+/* Every pending block made ready (by a barrier, else by waiting for the
+ * fences), then every whole free segment released. */
+static size_t empty_cache_locked(cp_pool_t *pool) {
+  if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
+  return cp_release_free_segments(pool, 0);
+}
+
 size_t cp_empty_cache(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
-  if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
-  size_t released = cp_release_free_segments(pool, 0);
+  size_t released = empty_cache_locked(pool);
   pthread_mutex_unlock(&pool->lock);
   return released;
 }
@@ -466,10 +463,8 @@ size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
 void cp_set_limit(cp_pool_t *pool, size_t limit) {
   pthread_mutex_lock(&pool->lock);
   pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
-  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit) {
-    if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
-    cp_release_free_segments(pool, 0);
-  }
+  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit)
+    empty_cache_locked(pool);
   pthread_mutex_unlock(&pool->lock);
 }
 

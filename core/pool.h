@@ -109,16 +109,16 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr);
 /* The live block whose requested bytes contain addr (any address inside it,
  * not only its start), as the program sees it: where it starts, the bytes it
  * asked for, and whether it starts its segment (the backend allocation: what
- * CUDA itself describes for any pointer into it). */
+ * CUDA itself describes for any pointer into it). Returns 0 with *out set;
+ * EINVAL when addr lies in one of the pool's segments but in no live block's
+ * request (a freed block, the bytes past a request, free space); ENOENT when
+ * it lies in none (as cp_free). */
 typedef struct cp_block_info {
   uintptr_t start;
   size_t size;
   bool segment_start;
 } cp_block_info_t;
-bool cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out);
-/* Whether addr lies inside one of the pool's segments, in a live block or
- * not (a freed block, the bytes past a block's request, free space). */
-bool cp_pool_holds(cp_pool_t *pool, uintptr_t addr);
+int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out);
 /* Keep the live block at addr pending, once freed, until a barrier, fence or
  * device synchronisation, or a synchronisation of `stream` too. 0 or ENOENT. */
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream);

@@ -15,6 +15,7 @@
 
 #define HASH_NONFATAL_OOM 1
 #include "pool_internal.h"
+#include "util.h"
 
 static cp_subpool_t *subpool_of_block(cp_pool_t *pool, const cp_block_t *b) {
   return cp_subpool_of(pool, b->segment->small);
@@ -30,22 +31,23 @@ static void join(cp_pool_t *pool, cp_block_t *lower, cp_block_t *upper) {
   pool->free_block_count--;
 }
 
+/* b, in no index, joined with its address neighbour n (b->prev or b->next)
+ * when n is READY: n leaves the ready bins. Returns the block b is now part of. */
+static cp_block_t *join_if_ready(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, cp_block_t *n) {
+  if (!n || n->state != CP_BLOCK_READY) return b;
+  cp_bins_remove(&sp->ready, n);
+  cp_block_t *lower = n == b->prev ? n : b;
+  join(pool, lower, lower->next);
+  return lower;
+}
+
 void cp_make_ready(cp_pool_t *pool, cp_block_t *b) {
   cp_subpool_t *sp = subpool_of_block(pool, b);
   b->state = CP_BLOCK_READY;
   b->keyed = NULL;
   b->n_recorded = 0;
-  if (b->prev && b->prev->state == CP_BLOCK_READY) {
-    cp_block_t *prev = b->prev;
-    cp_bins_remove(&sp->ready, prev);
-    join(pool, prev, b);
-    b = prev;
-  }
-  if (b->next && b->next->state == CP_BLOCK_READY) {
-    cp_block_t *next = b->next;
-    cp_bins_remove(&sp->ready, next);
-    join(pool, b, next);
-  }
+  b = join_if_ready(pool, sp, b, b->prev);
+  b = join_if_ready(pool, sp, b, b->next);
   cp_bins_insert(&sp->ready, b);
 }
 
@@ -148,16 +150,7 @@ static cp_block_t *coalesce_for_key(cp_pool_t *pool, cp_block_t *b, const cp_key
 
 /* Into the free-order list after prev (NULL: at the head). */
 static void fifo_insert_after(cp_pool_t *pool, cp_block_t *prev, cp_block_t *b) {
-  b->fifo_prev = prev;
-  b->fifo_next = prev ? prev->fifo_next : pool->fifo_head;
-  if (b->fifo_next)
-    b->fifo_next->fifo_prev = b;
-  else
-    pool->fifo_tail = b;
-  if (prev)
-    prev->fifo_next = b;
-  else
-    pool->fifo_head = b;
+  CP_LIST_INSERT_AFTER(pool->fifo_head, pool->fifo_tail, prev, b, fifo_prev, fifo_next);
 }
 
 void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
@@ -171,14 +164,7 @@ void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
 }
 
 static void fifo_unlink(cp_pool_t *pool, cp_block_t *b) {
-  if (b->fifo_prev)
-    b->fifo_prev->fifo_next = b->fifo_next;
-  else
-    pool->fifo_head = b->fifo_next;
-  if (b->fifo_next)
-    b->fifo_next->fifo_prev = b->fifo_prev;
-  else
-    pool->fifo_tail = b->fifo_prev;
+  CP_LIST_UNLINK(pool->fifo_head, pool->fifo_tail, b, fifo_prev, fifo_next);
   b->fifo_prev = b->fifo_next = NULL;
 }
 

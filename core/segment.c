@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "pool_internal.h"
+#include "util.h"
 
 static int cmp_base(const cp_segment_t *a, const cp_segment_t *b) {
   return a->base < b->base ? -1 : a->base > b->base;
@@ -54,12 +55,8 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
     pool->be.free(pool->be.ctx, pool->device, base, size);
     return ENOMEM;
   }
-  *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b, .older = pool->newest};
-  if (pool->newest)
-    pool->newest->newer = seg;
-  else
-    pool->oldest = seg;
-  pool->newest = seg;
+  *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b};
+  CP_LIST_INSERT_AFTER(pool->oldest, pool->newest, pool->newest, seg, older, newer);
   RB_INSERT(cp_segment_tree, &pool->segments, seg);
   *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
   pool->block_count++;
@@ -78,14 +75,7 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   pool->block_count--;
   pool->free_block_count--;
   RB_REMOVE(cp_segment_tree, &pool->segments, seg);
-  if (seg->older)
-    seg->older->newer = seg->newer;
-  else
-    pool->oldest = seg->newer;
-  if (seg->newer)
-    seg->newer->older = seg->older;
-  else
-    pool->newest = seg->older;
+  CP_LIST_UNLINK(pool->oldest, pool->newest, seg, older, newer);
   pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
   cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
   cp_stat_add(&pool->stats.segments, -1);

@@ -32,11 +32,7 @@ void cp_sim_init(cp_sim_t *sim, size_t capacity) {
 
 void cp_sim_fini(cp_sim_t *sim) {
   CP_HASH_FREE_ALL(sim->live, cp_sim_range_t);
-  while (sim->holes) {
-    cp_sim_range_t *r = sim->holes;
-    sim->holes = r->next;
-    free(r);
-  }
+  CP_LIST_FREE_ALL(sim->holes);
 }
 
 size_t cp_sim_live_count(const cp_sim_t *sim) { return HASH_COUNT(sim->live); }

@@ -32,25 +32,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The operations, X(return type, name, parameters). A flavour defines a
+ * function <prefix>_<name> for every one and fills its table from this list
+ * (real.c, driver_api.c), so a flavour that lacks one does not compile.
+ * - enter: make dev the device the calls that follow act on (the driver
+ *   flavour: its primary context). Returns a token for leave; -1: nothing
+ *   changed.
+ * - mem_alloc: 0, ENOMEM (the device is full) or EIO (any other failure).
+ * - event_create: timing disabled.
+ * - event_query: 1 complete; 0 not yet, or an error.
+ * - stream_idle: 1 all its work is done; 0 not yet, or unknown. */
+#define CP_API_OPS(X)                                               \
+  X(int, current_device, (int *dev))                                \
+  X(int, device_count, (int *count))                                \
+  X(int, enter, (int dev))                                          \
+  X(void, leave, (int token))                                       \
+  X(int, mem_alloc, (size_t size, uintptr_t * out))                 \
+  X(void, mem_free, (uintptr_t addr))                               \
+  X(int, mem_get_info, (size_t * free_bytes, size_t * total_bytes)) \
+  X(int, event_create, (cudaEvent_t * ev))                          \
+  X(void, event_destroy, (cudaEvent_t ev))                          \
+  X(int, event_record, (cudaEvent_t ev, cudaStream_t stream))       \
+  X(int, event_query, (cudaEvent_t ev))                             \
+  X(int, event_sync, (cudaEvent_t ev))                              \
+  X(int, stream_wait, (cudaStream_t stream, cudaEvent_t ev))        \
+  X(int, stream_idle, (cudaStream_t stream))
+
 typedef struct cp_api {
   const char *name; /* "runtime" or "driver" */
-  int (*current_device)(int *dev);
-  int (*device_count)(int *count);
-  /* Make dev the device the calls that follow act on (the driver flavour:
-   * its primary context). Returns a token for leave; -1: nothing changed. */
-  int (*enter)(int dev);
-  void (*leave)(int token);
-  /* 0, ENOMEM (the device is full) or EIO (any other failure). */
-  int (*mem_alloc)(size_t size, uintptr_t *out);
-  void (*mem_free)(uintptr_t addr);
-  int (*mem_get_info)(size_t *free_bytes, size_t *total_bytes);
-  int (*event_create)(cudaEvent_t *ev); /* timing disabled */
-  void (*event_destroy)(cudaEvent_t ev);
-  int (*event_record)(cudaEvent_t ev, cudaStream_t stream);
-  int (*event_query)(cudaEvent_t ev); /* 1: complete; 0: not yet, or an error */
-  int (*event_sync)(cudaEvent_t ev);
-  int (*stream_wait)(cudaStream_t stream, cudaEvent_t ev);
-  int (*stream_idle)(cudaStream_t stream); /* 1: all its work is done; 0: not yet, or unknown */
+#define CP_API_FIELD(ret, op, params) ret(*op) params;
+  CP_API_OPS(CP_API_FIELD)
+#undef CP_API_FIELD
 } cp_api_t;
 
 extern const cp_api_t cp_api_runtime; /* real.c */

@@ -161,20 +161,6 @@ static int drv_stream_idle(cudaStream_t s) {
   return cp_drv.cuStreamQuery && cp_drv.cuStreamQuery(s) == CUDA_SUCCESS;
 }
 
-const cp_api_t cp_api_driver = {
-    .name = "driver",
-    .current_device = drv_current_device,
-    .device_count = drv_device_count,
-    .enter = drv_enter,
-    .leave = drv_leave,
-    .mem_alloc = drv_mem_alloc,
-    .mem_free = drv_mem_free,
-    .mem_get_info = drv_mem_get_info,
-    .event_create = drv_event_create,
-    .event_destroy = drv_event_destroy,
-    .event_record = drv_event_record,
-    .event_query = drv_event_query,
-    .event_sync = drv_event_sync,
-    .stream_wait = drv_stream_wait,
-    .stream_idle = drv_stream_idle,
-};
+#define DRV_OP(ret, op, params) .op = drv_##op,
+const cp_api_t cp_api_driver = {.name = "driver", CP_API_OPS(DRV_OP)};
+#undef DRV_OP

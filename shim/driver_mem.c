@@ -168,7 +168,7 @@ CP_FREE_ASYNC(cuMemFreeAsync_ptsz, true)
  * the program's allocation, not the segment it was carved from. */
 
 static bool describes_pool_block(CUdeviceptr ptr, cp_block_info_t *b) {
-  return ptr && cp_inside == 0 && cp_hooking() && cp_serve_block_of((uintptr_t)ptr, b);
+  return ptr && cp_inside == 0 && cp_hooking() && cp_serve_block_of((uintptr_t)ptr, b) == 0;
 }
 
 CUresult cp_w_cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {

@@ -102,8 +102,9 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
 
 /* Begin: the real call under the capture lock; on success the capture is
  * recorded (strict unless relaxed; the legacy v1 calls have no mode and
- * count as strict, the safe side). */
-#define CP_BEGIN(name, per_thread, mode_expr, params, args)               \
+ * count as strict, the safe side). Each call and its _ptsz twin (the
+ * per-thread default stream) come from one line. */
+#define CP_BEGIN_ONE(name, per_thread, mode_expr, params, args)           \
   CUresult cp_w_##name params {                                           \
     CP_DRV_NEED(name);                                                    \
     if (!keeping_books()) return cp_drv.name args;                        \
@@ -114,21 +115,18 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
                           (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED); \
     return rc;                                                            \
   }
+#define CP_BEGIN(name, mode_expr, params, args)      \
+  CP_BEGIN_ONE(name, false, mode_expr, params, args) \
+  CP_BEGIN_ONE(name##_ptsz, true, mode_expr, params, args)
 
-CP_BEGIN(cuStreamBeginCapture, false, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
-CP_BEGIN(cuStreamBeginCapture_ptsz, true, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
-CP_BEGIN(cuStreamBeginCapture_v2, false, mode, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
-CP_BEGIN(cuStreamBeginCapture_v2_ptsz, true, mode, (CUstream hStream, CUstreamCaptureMode mode),
-         (hStream, mode))
-CP_BEGIN(cuStreamBeginCaptureToGraph, false, mode,
-         (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-          const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
-         (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
-CP_BEGIN(cuStreamBeginCaptureToGraph_ptsz, true, mode,
+CP_BEGIN(cuStreamBeginCapture, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
+CP_BEGIN(cuStreamBeginCapture_v2, mode, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
+CP_BEGIN(cuStreamBeginCaptureToGraph, mode,
          (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
           const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
          (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
 #undef CP_BEGIN
+#undef CP_BEGIN_ONE
 
 /* End: invalidated captures end too; other errors leave it running. */
 #define CP_END(name)                                                                          \

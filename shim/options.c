@@ -45,10 +45,21 @@ typedef struct cp_option_desc {
  * that asked for one and runs without it can take the whole device. */
 #define DEFAULT_IS(x) "using the default (" x ")"
 
-/* Index = enum value. */
+/* The keyword kinds' words, index = enum value (the fields are enums, int-sized). */
 static const char *const mode_words[] = {"auto", "sync", "unsafe-immediate"};
 static const char *const format_words[] = {"text", "json"};
 static const char *const layer_words[] = {"both", "runtime", "driver"};
+#define WORDS(w) \
+  { w, (int)(sizeof w / sizeof w[0]) }
+static const struct {
+  const char *const *words;
+  int n;
+} keywords[] = {[CP_OPT_MODE] = WORDS(mode_words),
+                [CP_OPT_FORMAT] = WORDS(format_words),
+                [CP_OPT_LAYER] = WORDS(layer_words)};
+_Static_assert(sizeof(cp_mode_t) == sizeof(int) && sizeof(cp_format_t) == sizeof(int) &&
+                   sizeof(cp_layer_t) == sizeof(int),
+               "keyword fields are written as int");
 
 #define SIZE_FORM "bytes with optional K/M/G/T suffix"
 #define PATH_FORM "a file path of at most 4095 bytes once %p is replaced by the pid"
@@ -124,16 +135,10 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
     case CP_OPT_SIZE_PCT: return cp_parse_size_or_percent(text, field);
     case CP_OPT_SIZE: return cp_parse_size(text, field);
     case CP_OPT_MODE:
-      if (cp_parse_keyword(text, mode_words, 3, &word) != 0) return -1;
-      o->mode = (cp_mode_t)word;
-      return 0;
     case CP_OPT_FORMAT:
-      if (cp_parse_keyword(text, format_words, 2, &word) != 0) return -1;
-      o->stats_format = (cp_format_t)word;
-      return 0;
     case CP_OPT_LAYER:
-      if (cp_parse_keyword(text, layer_words, 3, &word) != 0) return -1;
-      o->layer = (cp_layer_t)word;
+      if (cp_parse_keyword(text, keywords[d->kind].words, keywords[d->kind].n, &word) != 0) return -1;
+      *(int *)field = word;
       return 0;
     case CP_OPT_BOOL: return cp_parse_bool(text, field);
     case CP_OPT_STATS: return parse_path(text, true, field);
@@ -202,8 +207,8 @@ const char *cp_option_name(size_t i) { return i < NOPTS ? cp_option_table[i].nam
 
 const char *cp_option_accepted(size_t i) { return i < NOPTS ? cp_option_table[i].accepted : NULL; }
 
-static const char *word_of(const char *const *words, int n, int v) {
-  return (v >= 0 && v < n) ? words[v] : NULL;
+static const char *keyword_of(cp_opt_kind_t kind, int v) {
+  return (v >= 0 && v < keywords[kind].n) ? keywords[kind].words[v] : NULL;
 }
 
 int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
@@ -226,9 +231,9 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
       break;
     }
     case CP_OPT_SIZE: n = cp_format_size_exact(*(const uint64_t *)field, buf, cap); break;
-    case CP_OPT_MODE: word = word_of(mode_words, 3, (int)o->mode); break;
-    case CP_OPT_FORMAT: word = word_of(format_words, 2, (int)o->stats_format); break;
-    case CP_OPT_LAYER: word = word_of(layer_words, 3, (int)o->layer); break;
+    case CP_OPT_MODE:
+    case CP_OPT_FORMAT:
+    case CP_OPT_LAYER: word = keyword_of(d->kind, *(const int *)field); break;
     case CP_OPT_BOOL: word = *(const bool *)field ? "1" : "0"; break;
     case CP_OPT_STATS:
     case CP_OPT_TRACE: word = ((const char *)field)[0] != '\0' ? field : "0"; break;

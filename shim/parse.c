@@ -65,30 +65,35 @@ static uint64_t frac_floor(const unsigned char *digits, int n, unsigned shift) {
   return bits;
 }
 
+/* A decimal number as written: its integer part and its fraction's first
+ * FRAC_DIGITS digits. */
+typedef struct number {
+  uint64_t ip;
+  bool overflow; /* the integer part does not fit in ip */
+  bool point;    /* a fraction was written */
+  bool frac_nonzero;
+  int nfrac;
+  unsigned char frac[FRAC_DIGITS];
+} number_t;
+
 /* Digits with an optional fraction; both sides of a point need digits, so
- * ".5" and "5." are not numbers. The fraction's first FRAC_DIGITS digits go
- * to frac. Returns the end of the number, or NULL. */
-static const char *scan_number(const char *s, const char *e, uint64_t *ip, bool *overflow,
-                               unsigned char *frac, int *nfrac, bool *point, bool *frac_nonzero) {
+ * ".5" and "5." are not numbers. Returns the end of the number, or NULL. */
+static const char *scan_number(const char *s, const char *e, number_t *n) {
   int ndig = 0, fdig = 0;
-  *ip = 0;
-  *overflow = false;
-  *nfrac = 0;
-  *point = false;
-  *frac_nonzero = false;
+  *n = (number_t){0};
   for (; s < e && is_digit(*s); s++, ndig++) {
     unsigned d = (unsigned)(*s - '0');
-    if (*ip > (UINT64_MAX - d) / 10u)
-      *overflow = true;
+    if (n->ip > (UINT64_MAX - d) / 10u)
+      n->overflow = true;
     else
-      *ip = *ip * 10u + d;
+      n->ip = n->ip * 10u + d;
   }
   if (ndig == 0) return NULL;
   if (s < e && *s == '.') {
-    *point = true;
+    n->point = true;
     for (s++; s < e && is_digit(*s); s++, fdig++) {
-      if (*nfrac < FRAC_DIGITS) frac[(*nfrac)++] = (unsigned char)(*s - '0');
-      if (*s != '0') *frac_nonzero = true;
+      if (n->nfrac < FRAC_DIGITS) n->frac[n->nfrac++] = (unsigned char)(*s - '0');
+      if (*s != '0') n->frac_nonzero = true;
     }
     if (fdig == 0) return NULL;
   }
@@ -97,15 +102,12 @@ static const char *scan_number(const char *s, const char *e, uint64_t *ip, bool 
 
 int cp_parse_size(const char *text, uint64_t *bytes) {
   const char *s, *e;
-  uint64_t ip;
-  unsigned char frac[FRAC_DIGITS];
-  int nfrac;
-  bool overflow, point, frac_nonzero;
+  number_t n;
   unsigned shift = 0;
   if (text == NULL || bytes == NULL) return -1;
   trim(text, &s, &e);
-  s = scan_number(s, e, &ip, &overflow, frac, &nfrac, &point, &frac_nonzero);
-  if (s == NULL || overflow) return -1;
+  s = scan_number(s, e, &n);
+  if (s == NULL || n.overflow) return -1;
   if (s < e) {
     switch (lower(*s)) {
       case 'k': shift = 10; break;
@@ -124,25 +126,22 @@ int cp_parse_size(const char *text, uint64_t *bytes) {
   }
   if (s != e) return -1;
   /* A byte count is whole: "1.5" alone would have to round somewhere. */
-  if (point && shift == 0) return -1;
-  if (shift != 0 && ip > (UINT64_MAX >> shift)) return -1;
-  uint64_t v = ip << shift;
-  uint64_t f = point ? frac_floor(frac, nfrac, shift) : 0;
+  if (n.point && shift == 0) return -1;
+  if (shift != 0 && n.ip > (UINT64_MAX >> shift)) return -1;
+  uint64_t v = n.ip << shift;
+  uint64_t f = n.point ? frac_floor(n.frac, n.nfrac, shift) : 0;
   if (v > UINT64_MAX - f) return -1;
   *bytes = v + f;
   return 0;
 }
 
 static int parse_percent(const char *s, const char *e, double *out) {
-  uint64_t ip;
-  unsigned char frac[FRAC_DIGITS];
-  int nfrac;
-  bool overflow, point, frac_nonzero;
-  const char *p = scan_number(s, e, &ip, &overflow, frac, &nfrac, &point, &frac_nonzero);
-  if (p == NULL || p != e || overflow) return -1;
-  if (ip > 100 || (ip == 100 && frac_nonzero) || (ip == 0 && !frac_nonzero)) return -1;
-  double v = (double)ip, scale = 0.1;
-  for (int i = 0; i < nfrac; i++, scale /= 10.0) v += frac[i] * scale;
+  number_t n;
+  const char *p = scan_number(s, e, &n);
+  if (p == NULL || p != e || n.overflow) return -1;
+  if (n.ip > 100 || (n.ip == 100 && n.frac_nonzero) || (n.ip == 0 && !n.frac_nonzero)) return -1;
+  double v = (double)n.ip, scale = 0.1;
+  for (int i = 0; i < n.nfrac; i++, scale /= 10.0) v += n.frac[i] * scale;
   /* Kept to 6 decimal places, as cp_options_print writes them, so a
    * printed value reads back as the same double; never rounded down to 0. */
   v = (double)(uint64_t)(v * 1e6 + 0.5) / 1e6; /* v <= 101: the cast is safe */

@@ -115,6 +115,13 @@ static int ok_or_clear(cudaError_t rc) {
   return -1;
 }
 
+/* A query's answer: 1 done; 0 not yet, or failed (its error cleared, as above). */
+static int done_or_clear(cudaError_t rc) {
+  if (rc == cudaSuccess) return 1;
+  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
+  return 0;
+}
+
 static int rt_current_device(int *dev) { return ok_or_clear(cp_real.cudaGetDevice(dev)); }
 
 static int rt_device_count(int *count) {
@@ -162,12 +169,7 @@ static int rt_event_record(cudaEvent_t ev, cudaStream_t stream) {
   return ok_or_clear(cp_real.cudaEventRecord(ev, stream));
 }
 
-static int rt_event_query(cudaEvent_t ev) {
-  cudaError_t rc = cp_real.cudaEventQuery(ev);
-  if (rc == cudaSuccess) return 1;
-  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
-  return 0;
-}
+static int rt_event_query(cudaEvent_t ev) { return done_or_clear(cp_real.cudaEventQuery(ev)); }
 
 static int rt_event_sync(cudaEvent_t ev) { return ok_or_clear(cp_real.cudaEventSynchronize(ev)); }
 
@@ -175,27 +177,8 @@ static int rt_stream_wait(cudaStream_t stream, cudaEvent_t ev) {
   return ok_or_clear(cp_real.cudaStreamWaitEvent(stream, ev, 0));
 }
 
-static int rt_stream_idle(cudaStream_t stream) {
-  cudaError_t rc = cp_real.cudaStreamQuery(stream);
-  if (rc == cudaSuccess) return 1;
-  if (rc != cudaErrorNotReady) cp_real.cudaGetLastError();
-  return 0;
-}
+static int rt_stream_idle(cudaStream_t stream) { return done_or_clear(cp_real.cudaStreamQuery(stream)); }
 
-const cp_api_t cp_api_runtime = {
-    .name = "runtime",
-    .current_device = rt_current_device,
-    .device_count = rt_device_count,
-    .enter = rt_enter,
-    .leave = rt_leave,
-    .mem_alloc = rt_mem_alloc,
-    .mem_free = rt_mem_free,
-    .mem_get_info = rt_mem_get_info,
-    .event_create = rt_event_create,
-    .event_destroy = rt_event_destroy,
-    .event_record = rt_event_record,
-    .event_query = rt_event_query,
-    .event_sync = rt_event_sync,
-    .stream_wait = rt_stream_wait,
-    .stream_idle = rt_stream_idle,
-};
+#define RT_OP(ret, op, params) .op = rt_##op,
+const cp_api_t cp_api_runtime = {.name = "runtime", CP_API_OPS(RT_OP)};
+#undef RT_OP

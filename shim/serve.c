@@ -169,30 +169,22 @@ int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t st
   return rc == 0 ? 0 : layer->free_async(rc == EINVAL ? p | 1 : p, stream);
 }
 
-bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
+int cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
-    if (pool && cp_block_find(pool, p, out)) return true;
+    int rc = pool ? cp_block_find(pool, p, out) : ENOENT;
+    if (rc != ENOENT) return rc;
   }
-  return false;
-}
-
-/* Whether p lies in a segment of any pool, in a live block or not. */
-static bool in_pool_segment(uintptr_t p) {
-  int next = 0;
-  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = cp_device_pool_if_any(dev);
-    if (pool && cp_pool_holds(pool, p)) return true;
-  }
-  return false;
+  return ENOENT;
 }
 
 bool cp_serve_ipc_exportable(uintptr_t p) {
   cp_block_info_t b;
+  int rc = cp_serve_block_of(p, &b);
   /* Pool memory no live block holds (freed, past a block's request) is no
    * allocation of the program's: the export fails as natively, no word. */
-  if (!cp_serve_block_of(p, &b)) return !in_pool_segment(p);
+  if (rc != 0) return rc == ENOENT;
   if (b.segment_start) return true;
   static atomic_bool said;
   if (!atomic_exchange(&said, true))

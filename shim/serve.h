@@ -78,8 +78,9 @@ int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t st
  * memory that no live block holds cannot be either, silently: natively it
  * is no allocation, and the export fails. */
 bool cp_serve_ipc_exportable(uintptr_t p);
-/* The live pool block containing p, on any device. */
-bool cp_serve_block_of(uintptr_t p, cp_block_info_t *out);
+/* The live pool block containing p, on any device: 0, or EINVAL (in a pool
+ * segment, in no live block) or ENOENT (in no pool), as cp_block_find. */
+int cp_serve_block_of(uintptr_t p, cp_block_info_t *out);
 
 /* A synchronisation the program makes: begin before the real call, report
  * after it with whether it succeeded. dev may be NULL (nothing covered). */

@@ -47,15 +47,22 @@ static void on_sigterm(int sig) {
   errno = saved;
 }
 
+/* SIGTERM's action: handler, nothing masked, flags; the one replaced goes
+ * to *prev when prev is not NULL. */
+static int set_sigterm_action(void (*handler)(int), int flags, struct sigaction *prev) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = flags;
+  return sigaction(SIGTERM, &sa, prev);
+}
+
 /* SIGTERM again, with its default action, from this thread: the process
  * ends as the first SIGTERM would have ended it natively. */
 static void die_by_sigterm(void) {
-  struct sigaction dfl;
   sigset_t term;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(SIGTERM, &dfl, NULL);
+  set_sigterm_action(SIG_DFL, 0, NULL);
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
   pthread_sigmask(SIG_UNBLOCK, &term, NULL);
@@ -77,13 +84,8 @@ static void child_after_fork(void) {
   if (!atomic_load(&armed)) return;
   atomic_store(&armed, false);
   atomic_store(&received, false);
-  if (sigaction(SIGTERM, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_sigterm) {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(SIGTERM, &dfl, NULL);
-  }
+  if (sigaction(SIGTERM, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_sigterm)
+    set_sigterm_action(SIG_DFL, 0, NULL);
 }
 
 static bool is_default(const struct sigaction *sa) {
@@ -91,7 +93,7 @@ static bool is_default(const struct sigaction *sa) {
 }
 
 void cp_sigterm_arm(void) {
-  struct sigaction cur, ours, prev;
+  struct sigaction cur, prev;
   if ((!cp_opts.stats[0] && !cp_opts.trace[0]) || cp_opts.disable) return;
   if (sigaction(SIGTERM, NULL, &cur) != 0 || !is_default(&cur)) return;
   if (sem_init(&go, 0, 0) != 0) return;
@@ -112,11 +114,8 @@ void cp_sigterm_arm(void) {
   if (rc != 0) return; /* no thread, no handler: SIGTERM stays native */
   pthread_setname_np(t, "cudapool-term");
 
-  memset(&ours, 0, sizeof ours);
-  ours.sa_handler = on_sigterm;
-  sigemptyset(&ours.sa_mask);
-  ours.sa_flags = SA_RESTART; /* the program's system calls see no EINTR from it */
-  if (sigaction(SIGTERM, &ours, &prev) != 0) return;
+  /* SA_RESTART: the program's system calls see no EINTR from it. */
+  if (set_sigterm_action(on_sigterm, SA_RESTART, &prev) != 0) return;
   /* A thread of the program installed its own in between: give it back. */
   if (!is_default(&prev)) {
     sigaction(SIGTERM, &prev, NULL);

@@ -14,20 +14,7 @@
 
 #include <stdlib.h>
 
-/* A new last element of *array (n used, cap allocated), or NULL without
- * memory (the event is then forgotten, as the shim forgets what it cannot
- * record). */
-static void *push(void *array_ptr, size_t *n, size_t *cap, size_t elem) {
-  char **array = array_ptr;
-  if (*n == *cap) {
-    size_t c = *cap ? *cap * 2 : 16;
-    char *g = realloc(*array, c * elem);
-    if (!g) return NULL;
-    *array = g;
-    *cap = c;
-  }
-  return *array + (*n)++ * elem;
-}
+#include "util.h"
 
 static size_t find_stream(const rp_model_t *m, uint64_t handle) {
   for (size_t i = 0; i < m->nstreams; i++)
@@ -38,7 +25,7 @@ static size_t find_stream(const rp_model_t *m, uint64_t handle) {
 void rp_model_stream_create(rp_model_t *m, uint64_t handle, bool nonblocking) {
   size_t i = find_stream(m, handle);
   if (i == m->nstreams) {
-    rp_model_stream_t *s = push(&m->streams, &m->nstreams, &m->capstreams, sizeof *s);
+    rp_model_stream_t *s = cp_push(&m->streams, &m->nstreams, &m->capstreams, sizeof *s);
     if (!s) return;
     *s = (rp_model_stream_t){.handle = handle};
   } else if (m->streams[i].nonblocking) {
@@ -57,7 +44,7 @@ void rp_model_stream_destroy(rp_model_t *m, uint64_t handle) {
 }
 
 void rp_model_capture_begin(rp_model_t *m, uint64_t stream, bool relaxed) {
-  rp_model_capture_t *c = push(&m->captures, &m->ncaptures, &m->capcaptures, sizeof *c);
+  rp_model_capture_t *c = cp_push(&m->captures, &m->ncaptures, &m->capcaptures, sizeof *c);
   if (c) *c = (rp_model_capture_t){.stream = stream, .relaxed = relaxed};
 }
 

@@ -18,9 +18,10 @@
 #include "replay.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "util.h"
 
 #define NCOLS 6
 
@@ -28,14 +29,6 @@ typedef struct field {
   const char *s;
   size_t n;
 } field_t;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (errlen == 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
 
 /* The field as it can be quoted in a message: at most 40 bytes, anything not
  * printable ASCII shown as '?', so a garbage line gives a readable message. */
@@ -205,14 +198,8 @@ static bool header_match(const field_t *col) {
 int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t errlen) {
   char q[48];
   if (len > 0 && s[len - 1] == '\r') len--;
-  if (len > RP_MAX_LINE) {
-    set_err(err, errlen, "line longer than %d bytes", RP_MAX_LINE);
-    return -1;
-  }
-  if (memchr(s, '\0', len) != NULL) {
-    set_err(err, errlen, "NUL byte in line");
-    return -1;
-  }
+  if (len > RP_MAX_LINE) return cp_fail_msg(err, errlen, "line longer than %d bytes", RP_MAX_LINE);
+  if (memchr(s, '\0', len) != NULL) return cp_fail_msg(err, errlen, "NUL byte in line");
   field_t whole = trim(s, len);
   if (whole.n == 0 || whole.s[0] == '#') {
     *out = (rp_line_t){.kind = RP_LINE_BLANK};
@@ -230,28 +217,23 @@ int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t e
     if (!comma) break;
     p = comma + 1;
   }
-  if (ncol != NCOLS) {
-    set_err(err, errlen, "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found %d", ncol);
-    return -1;
-  }
+  if (ncol != NCOLS)
+    return cp_fail_msg(err, errlen, "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found %d",
+                       ncol);
   if (header_match(col)) {
     *out = (rp_line_t){.kind = RP_LINE_HEADER};
     return 0;
   }
 
   rp_line_t l = {0};
-  if (!parse_number(col[0], &l.thread)) {
-    set_err(err, errlen, "bad Thread '%s'", quote(col[0], q, sizeof q));
-    return -1;
-  }
+  if (!parse_number(col[0], &l.thread))
+    return cp_fail_msg(err, errlen, "bad Thread '%s'", quote(col[0], q, sizeof q));
   if (parse_seconds(col[1], &l.time))
     l.clock_time = false;
   else if (parse_clock(col[1], &l.time))
     l.clock_time = true;
-  else {
-    set_err(err, errlen, "bad Time '%s'", quote(col[1], q, sizeof q));
-    return -1;
-  }
+  else
+    return cp_fail_msg(err, errlen, "bad Time '%s'", quote(col[1], q, sizeof q));
   l.kind = RP_LINE_EXTRA;
   bool known = false;
   for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
@@ -261,38 +243,25 @@ int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t e
       break;
     }
   }
-  if (!known && !is_extra_action(col[2])) {
-    set_err(err, errlen, "bad Action '%s'", quote(col[2], q, sizeof q));
-    return -1;
-  }
-  if (!parse_ptr(col[3], &l.ptr)) {
-    set_err(err, errlen, "bad Pointer '%s'", quote(col[3], q, sizeof q));
-    return -1;
-  }
+  if (!known && !is_extra_action(col[2]))
+    return cp_fail_msg(err, errlen, "bad Action '%s'", quote(col[2], q, sizeof q));
+  if (!parse_ptr(col[3], &l.ptr))
+    return cp_fail_msg(err, errlen, "bad Pointer '%s'", quote(col[3], q, sizeof q));
   if (!parse_dec(col[4], &l.size)) {
     bool digits = col[4].n > 0;
     for (size_t i = 0; i < col[4].n; i++) digits = digits && col[4].s[i] >= '0' && col[4].s[i] <= '9';
-    set_err(err, errlen, digits ? "Size '%s' out of range" : "bad Size '%s'", quote(col[4], q, sizeof q));
-    return -1;
+    return cp_fail_msg(err, errlen, digits ? "Size '%s' out of range" : "bad Size '%s'",
+                       quote(col[4], q, sizeof q));
   }
-  if (l.size > SIZE_MAX) {
-    set_err(err, errlen, "Size '%s' out of range", quote(col[4], q, sizeof q));
-    return -1;
-  }
-  if (!parse_ptr(col[5], &l.stream)) {
-    set_err(err, errlen, "bad Stream '%s'", quote(col[5], q, sizeof q));
-    return -1;
-  }
+  if (l.size > SIZE_MAX)
+    return cp_fail_msg(err, errlen, "Size '%s' out of range", quote(col[4], q, sizeof q));
+  if (!parse_ptr(col[5], &l.stream))
+    return cp_fail_msg(err, errlen, "bad Stream '%s'", quote(col[5], q, sizeof q));
   /* cudaMalloc(&p, 0) succeeds with p = NULL: a line, nothing to replay. */
   if (l.kind == RP_LINE_ALLOC && l.ptr == 0 && l.size == 0) l.kind = RP_LINE_ZERO_ALLOC;
-  if (l.kind == RP_LINE_ALLOC && l.ptr == 0) {
-    set_err(err, errlen, "allocate of %" PRIu64 " bytes with a null Pointer", l.size);
-    return -1;
-  }
-  if (l.kind == RP_LINE_ALLOC && l.size == 0) {
-    set_err(err, errlen, "allocate of 0 bytes");
-    return -1;
-  }
+  if (l.kind == RP_LINE_ALLOC && l.ptr == 0)
+    return cp_fail_msg(err, errlen, "allocate of %" PRIu64 " bytes with a null Pointer", l.size);
+  if (l.kind == RP_LINE_ALLOC && l.size == 0) return cp_fail_msg(err, errlen, "allocate of 0 bytes");
   /* cudaFree(NULL) is legal and does nothing: nothing to replay. */
   if (l.kind == RP_LINE_FREE && l.ptr == 0) l.kind = RP_LINE_BLANK;
   *out = l;

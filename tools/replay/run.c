@@ -84,16 +84,8 @@ static void note_oom(run_t *R, const rp_trace_t *t, size_t i) {
   uint64_t t0 = now_ns();
   cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
   cp_get_stats(R->pool, &s);
-  if (R->nooms == R->capooms) {
-    size_t cap = R->capooms ? R->capooms * 2 : 16;
-    rp_oom_t *g = realloc(R->ooms, cap * sizeof *g);
-    if (g) {
-      R->ooms = g;
-      R->capooms = cap;
-    }
-  }
-  if (R->nooms < R->capooms) {
-    rp_oom_t *m = &R->ooms[R->nooms++];
+  rp_oom_t *m = cp_push(&R->ooms, &R->nooms, &R->capooms, sizeof *m);
+  if (m) {
     *m = (rp_oom_t){
         .line = t->line[i],
         .time = t->time[i],
