@@ -185,6 +185,15 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
   if (no_capture) cp_capture_unlock();
 }
 
+bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream) {
+  if (!atomic_load_explicit(&dev->live_streams, memory_order_relaxed)) return false;
+  pthread_mutex_lock(&dev->lock);
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  pthread_mutex_unlock(&dev->lock);
+  return s != NULL;
+}
+
 /* Forget the stream on whichever device knows it; true if one did. */
 static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
                                  bool no_capture) {
