@@ -85,3 +85,21 @@ Test(shim_it, stream_ordered_calls_in_a_capture_reach_cuda) {
   it_free(&n);
   it_free(&s);
 }
+
+/* CUDAPluggableAllocator dlopens the library by path: served whether or not
+ * it is also preloaded, the stream learnt from the first call. */
+Test(shim_it, torch_pluggable_entry_points_serve_stream_ordered) {
+  char lib[512];
+  snprintf(lib, sizeof lib, "%s/libcudapool.so", it_build());
+  it_result n, s;
+  it_same(&n, &s, NULL, "torch_entry", IT_ARGS(lib));
+  cr_assert(eq(long, it_val(&n, "torch_pairs", "byte", -1), 9), "%s", n.out);
+  cr_assert(eq(long, it_val(&n, "torch_pairs", "zero_is_null", -1), 1), "%s", n.out);
+  it_result *runs[] = {&n, &s};
+  for (int i = 0; i < 2; i++) {
+    cr_assert(eq(long, it_info_val(runs[i], "torch_pairs", "real_calls", -1), 0), "%s", runs[i]->out);
+    cr_assert(eq(long, it_info_val(runs[i], "torch_pairs", "same", -1), 1), "%s", runs[i]->out);
+  }
+  it_free(&n);
+  it_free(&s);
+}
