@@ -1,6 +1,9 @@
 # pytorch.sh: the pytorch section (mode pytorch, part of all): the
 # bench/pytorch workloads with PyTorch's caching allocator, with caching off,
-# and with caching off under the shim; summary.py compares them.
+# and with caching off under the shim; with PyTorch's cudaMallocAsync backend
+# natively and under the shim (which then serves its stream-ordered calls);
+# and with cudapool as PyTorch's pluggable allocator (python/cudapool/torch.py).
+# summary.py compares them.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
 
@@ -19,13 +22,21 @@ section_pytorch() {
       gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
       *) cmd=(bench/pytorch/cnn_train.py --model "$wl") ;;
     esac
-    for alloc in caching off cudapool; do
+    for alloc in caching off cudapool async async-cudapool pluggable; do
       envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
       case "$alloc" in
         off) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
         cudapool)
           shim_built || { record FAIL "torch $wl cudapool run" "no shim"; continue; }
           envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}") ;;
+        async) envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
+        async-cudapool | pluggable)
+          shim_built || { record FAIL "torch $wl $alloc run" "no shim"; continue; }
+          if [ "$alloc" = pluggable ]; then
+            envs+=(CUDAPOOL_TORCH_PLUGGABLE=1 "${shim_vars[@]}")
+          else
+            envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "${shim_vars[@]}")
+          fi ;;
       esac
       jf=$WORK/torch-$wl-$alloc.json
       run "$wl $alloc" 150 "$jf.raw" "${envs[@]}" python3 "${cmd[@]}"
