@@ -331,7 +331,8 @@ static void settle_and_unlock(cp_pool_t *pool) {
 
 /* restream: the stream the block is freed on becomes its stream (NULL: it
  * keeps the one it was allocated for). */
-static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
+static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                      unsigned flags) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_active(pool, addr);
   if (!b) {

@@ -65,14 +65,14 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuMemGetAddressRange_v2)          \
   X(cuPointerGetAttribute)            \
   X(cuPointerGetAttributes)           \
-  X(cuIpcGetMemHandle)                 \
-  X(cuMemAllocAsync)                   \
-  X(cuMemAllocAsync_ptsz)              \
-  X(cuMemAllocFromPoolAsync)           \
-  X(cuMemAllocFromPoolAsync_ptsz)      \
-  X(cuDeviceSetMemPool)                \
-  X(cuMemPoolSetAccess)                \
-  X(cuMemPoolGetAttribute)             \
+  X(cuIpcGetMemHandle)                \
+  X(cuMemAllocAsync)                  \
+  X(cuMemAllocAsync_ptsz)             \
+  X(cuMemAllocFromPoolAsync)          \
+  X(cuMemAllocFromPoolAsync_ptsz)     \
+  X(cuDeviceSetMemPool)               \
+  X(cuMemPoolSetAccess)               \
+  X(cuMemPoolGetAttribute)            \
   X(cuMemPoolTrimTo)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
@@ -92,7 +92,7 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuEventDestroy_v2, true)          \
   X(cuStreamWaitEvent, true)          \
   X(cuStreamQuery, false)             \
-  X(cuStreamIsCapturing, false)      \
+  X(cuStreamIsCapturing, false)       \
   X(cuDeviceGetDefaultMemPool, false)
 
 typedef struct cp_drv {

@@ -60,7 +60,8 @@ CUresult cp_w_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream 
   return cp_drv.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
 }
 
-CUresult cp_w_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+CUresult cp_w_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
   CP_DRV_NEED(cuMemAllocFromPoolAsync);
   CUresult rc;
   if (answered(&rc, dptr, bytesize, pool, hStream, false, true)) return rc;
@@ -92,14 +93,16 @@ CUresult cp_w_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, 
 CUresult cp_w_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
   CP_DRV_NEED(cuMemPoolGetAttribute);
   CUresult rc = cp_drv.cuMemPoolGetAttribute(pool, attr, value);
-  if (rc == CUDA_SUCCESS && keeping_books()) cp_mempool_attribute(&driver_pools, (uintptr_t)pool, (int)attr, value);
+  if (rc == CUDA_SUCCESS && keeping_books())
+    cp_mempool_attribute(&driver_pools, (uintptr_t)pool, (int)attr, value);
   return rc;
 }
 
 CUresult cp_w_cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   CP_DRV_NEED(cuMemPoolTrimTo);
   CUresult rc = cp_drv.cuMemPoolTrimTo(pool, minBytesToKeep);
-  if (rc == CUDA_SUCCESS && keeping_books()) cp_mempool_trimmed(&driver_pools, (uintptr_t)pool, minBytesToKeep);
+  if (rc == CUDA_SUCCESS && keeping_books())
+    cp_mempool_trimmed(&driver_pools, (uintptr_t)pool, minBytesToKeep);
   return rc;
 }
 

@@ -157,11 +157,11 @@ int cp_drv_capturing(uintptr_t stream, bool *capturing) {
     return cp_drv.name((CUdeviceptr)p, (CUstream)stream);                                     \
   }                                                                                           \
   static const cp_async_calls_t calls_##name = {                                              \
-      .free_async = real_##name, .capturing = cp_drv_capturing, .per_thread = ptsz};             \
+      .free_async = real_##name, .capturing = cp_drv_capturing, .per_thread = ptsz};          \
   CUresult cp_w_##name(CUdeviceptr dptr, CUstream hStream) {                                  \
     CP_DRV_NEED(name);                                                                        \
     if (!dptr || cp_inside || !cp_hooking()) return cp_drv.name(dptr, hStream);               \
-    if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cuMemFreeAsync, cp_serve_owned((uintptr_t)dptr)); \
+    if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cuMemFreeAsync, cp_serve_owned(dptr));        \
     return (CUresult)cp_serve_free_async(&calls_##name, (uintptr_t)dptr, (uintptr_t)hStream); \
   }
 CP_FREE_ASYNC(cuMemFreeAsync, false)

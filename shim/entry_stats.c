@@ -43,10 +43,13 @@ void cp_entry_call(cp_entry_t e, bool was_served) {
 
 void cp_entry_report(FILE *out) {
   for (int i = 0; i < CP_ENTRY_COUNT; i++) {
-    unsigned long long d = atomic_load(&lookups[i][CP_DOOR_DLSYM]), g = atomic_load(&lookups[i][CP_DOOR_PROC_ADDRESS]),
-                       c = atomic_load(&calls[i]), s = atomic_load(&served[i]);
+    unsigned long long d = atomic_load(&lookups[i][CP_DOOR_DLSYM]),
+                       g = atomic_load(&lookups[i][CP_DOOR_PROC_ADDRESS]), c = atomic_load(&calls[i]),
+                       s = atomic_load(&served[i]);
     if (d || g || c)
-      fprintf(out, "cudapool: entry %-24s dlsym %llu, cuGetProcAddress %llu, calls %llu, served %llu, forwarded %llu\n",
+      fprintf(out,
+              "cudapool: entry %-24s dlsym %llu, cuGetProcAddress %llu, calls %llu, served %llu, forwarded "
+              "%llu\n",
               names[i], d, g, c, s, c - s);
   }
 }

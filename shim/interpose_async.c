@@ -24,7 +24,8 @@ static int rt_default_pool(int device, uintptr_t *pool) {
   return rc;
 }
 
-static const cp_mempool_calls_t runtime_pools = {.default_pool = rt_default_pool, .capturing = cp_rt_capturing};
+static const cp_mempool_calls_t runtime_pools = {.default_pool = rt_default_pool,
+                                                 .capturing = cp_rt_capturing};
 
 /* Whether the pool answered (its code in *rc); else the program's own call
  * is to be made. pool: the one named by a *FromPoolAsync call. */

@@ -31,9 +31,11 @@ cp_alloc_verdict_t cp_serve_alloc_async(const cp_mempool_calls_t *layer, cp_devi
   if (!dev) return CP_FORWARD;
   int id = cp_device_id(dev);
   if (atomic_load_explicit(&shared[id], memory_order_relaxed)) return CP_FORWARD;
-  if (from_pool ? !default_pool_is(layer, id, pool) : atomic_load_explicit(&replaced[id], memory_order_relaxed))
+  if (from_pool ? !default_pool_is(layer, id, pool)
+                : atomic_load_explicit(&replaced[id], memory_order_relaxed))
     return CP_FORWARD;
-  if (!cp_serve_special_stream(stream) && !cp_device_stream_known(dev, (cudaStream_t)stream)) return CP_FORWARD;
+  if (!cp_serve_special_stream(stream) && !cp_device_stream_known(dev, (cudaStream_t)stream))
+    return CP_FORWARD;
   uintptr_t named = per_thread_api && stream == 0 ? STREAM_PER_THREAD : stream;
   if (named == STREAM_PER_THREAD) cp_note_per_thread_stream();
   /* Every capture begins through a call the shim sees (at the driver layer

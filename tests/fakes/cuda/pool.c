@@ -73,7 +73,8 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
   return fk_leave(alloc_from(pool_get(pool), dptr, bytesize, hStream, 0));
 }
 
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
   ENTER();
   return fk_leave(alloc_from(pool_get(pool), dptr, bytesize, hStream, 1));
 }

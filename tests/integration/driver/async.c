@@ -34,7 +34,8 @@ static void stream_ordered(const char *how) {
   /* 6 pairs' allocations served, the replaced pool's and the capture's
    * forwarded; the FromPool calls: the default pool's served, the
    * program's own forwarded. */
-  const char *door = strcmp(how, "dlsym") == 0 ? "dlsym 2, cuGetProcAddress 0" : "dlsym 0, cuGetProcAddress 2";
+  const char *door =
+      strcmp(how, "dlsym") == 0 ? "dlsym 2, cuGetProcAddress 0" : "dlsym 0, cuGetProcAddress 2";
   char line[256];
   snprintf(line, sizeof line, "cudapool: entry cuMemAllocAsync          %s, calls 8, served 6, forwarded 2\n",
            door);

@@ -29,7 +29,8 @@ static struct {
 static void *by_proc(const char *base, cuuint64_t flags) {
   void *fn = NULL;
   CUdriverProcAddressQueryResult st;
-  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS) return NULL;
+  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS)
+    return NULL;
   return fn;
 }
 
@@ -82,7 +83,8 @@ static void pairs(const char *tag, CUstream s, bool ptsz) {
   int ok2 = round_trip(b, 4096, 4);
   int f2 = F.freeAsync(b, freed_on);
   int sync = D.cuStreamSynchronize(s);
-  printf("%s: alloc=%d ok=%d free=%d alloc2=%d ok2=%d free2=%d sync=%d\n", tag, al, ok, f, al2, ok2, f2, sync);
+  printf("%s: alloc=%d ok=%d free=%d alloc2=%d ok2=%d free2=%d sync=%d\n", tag, al, ok, f, al2, ok2, f2,
+         sync);
   printf("info: %s same=%d real_calls=%ld\n", tag, a == b, fake_calls(real) - calls0);
 }
 
@@ -116,12 +118,13 @@ static void pools(CUstream s) {
   int sync = D.cuStreamSynchronize(s);
   int trim = F.trim(def, 0);
   int destroy = F.destroy(mine);
-  printf("pools: setup=%d mine_alloc=%d mine_used=%llu set=%d replaced=%d back=%d def_alloc=%d used_ge=%d free=%d "
+  printf("pools: setup=%d mine_alloc=%d mine_used=%llu set=%d replaced=%d back=%d def_alloc=%d used_ge=%d "
+         "free=%d "
          "sync=%d trim=%d destroy=%d\n",
-         setup, mine_alloc, (unsigned long long)mine_used, set, replaced, back, def_alloc, used >= 64 * KiB, f,
-         sync, trim, destroy);
-  printf("info: pools mine_calls=%ld replaced_calls=%ld def_calls=%ld used=%llu\n", mine_calls, replaced_calls,
-         def_calls, (unsigned long long)used);
+         setup, mine_alloc, (unsigned long long)mine_used, set, replaced, back, def_alloc, used >= 64 * KiB,
+         f, sync, trim, destroy);
+  printf("info: pools mine_calls=%ld replaced_calls=%ld def_calls=%ld used=%llu\n", mine_calls,
+         replaced_calls, def_calls, (unsigned long long)used);
 }
 
 static void capture(CUstream s) {

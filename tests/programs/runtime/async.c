@@ -60,10 +60,11 @@ static void pairs(const char *tag, cudaStream_t s, int ptsz) {
   int ok2 = round_trip(b, 300 * KiB, 4);
   int f2 = ptsz ? cudaFreeAsync_ptsz(b, s) : cudaFreeAsync(b, s);
   int sync = cudaStreamSynchronize(s);
-  printf("%s: alloc=%d ok=%d free=%d alloc2=%d ok2=%d free2=%d sync=%d last=%d\n", tag, al, ok, f, al2, ok2, f2,
-         sync, LAST());
+  printf("%s: alloc=%d ok=%d free=%d alloc2=%d ok2=%d free2=%d sync=%d last=%d\n", tag, al, ok, f, al2, ok2,
+         f2, sync, LAST());
   printf("info: %s same=%d real_calls=%ld barriers=%ld hits=%ld\n", tag, a == b,
-         fake_calls(ptsz ? "cudaMallocAsync_ptsz" : "cudaMallocAsync") - calls0, barriers() - b0, hits() - h0);
+         fake_calls(ptsz ? "cudaMallocAsync_ptsz" : "cudaMallocAsync") - calls0, barriers() - b0,
+         hits() - h0);
 }
 
 static void basic(void) {
@@ -82,8 +83,8 @@ static void basic(void) {
   int fp = cudaFree(p);
   int fq = cudaFreeAsync(q, s);
   int sync = cudaStreamSynchronize(s);
-  printf("basic_mixed: alloc=%d ok=%d free_async_ptr=%d free_async_of_malloc=%d sync=%d last=%d\n", al, ok, fp,
-         fq, sync, LAST());
+  printf("basic_mixed: alloc=%d ok=%d free_async_ptr=%d free_async_of_malloc=%d sync=%d last=%d\n", al, ok,
+         fp, fq, sync, LAST());
 
   /* Bad pointers and streams fail natively. */
   void *r = NULL;
@@ -101,7 +102,8 @@ static void basic(void) {
   void *x = NULL;
   int bogus_stream = cudaMallocAsync(&x, 4096, (cudaStream_t)0x5678);
   int l5 = LAST();
-  printf("basic_errors: alloc=%d interior=%d last=%d free=%d twice=%d last=%d null_out=%d last=%d zero=%d last=%d "
+  printf("basic_errors: alloc=%d interior=%d last=%d free=%d twice=%d last=%d null_out=%d last=%d zero=%d "
+         "last=%d "
          "bogus_stream=%d last=%d\n",
          al, interior, l1, f, twice, l2, null_out, l3, zero, l4, bogus_stream, l5);
   sync = cudaDeviceSynchronize();
@@ -194,11 +196,14 @@ static void pools(void) {
   void *r = NULL;
   al = cudaMallocFromPoolAsync(&r, 512 * KiB, def, s);
   long from_default_calls = fake_calls("cudaMallocFromPoolAsync") - calls0;
-  uint64_t used_now = attr(def, cudaMemPoolAttrUsedMemCurrent), reserved = attr(def, cudaMemPoolAttrReservedMemCurrent);
-  uint64_t used_high = attr(def, cudaMemPoolAttrUsedMemHigh), threshold = attr(def, cudaMemPoolAttrReleaseThreshold);
-  printf("pools_default: alloc=%d used_at_least=%d reserved_ge_used=%d high_ge_used=%d threshold=%llu last=%d\n",
-         al, used_now >= 768 * KiB, reserved >= used_now, used_high >= used_now, (unsigned long long)threshold,
-         LAST());
+  uint64_t used_now = attr(def, cudaMemPoolAttrUsedMemCurrent),
+           reserved = attr(def, cudaMemPoolAttrReservedMemCurrent);
+  uint64_t used_high = attr(def, cudaMemPoolAttrUsedMemHigh),
+           threshold = attr(def, cudaMemPoolAttrReleaseThreshold);
+  printf(
+      "pools_default: alloc=%d used_at_least=%d reserved_ge_used=%d high_ge_used=%d threshold=%llu last=%d\n",
+      al, used_now >= 768 * KiB, reserved >= used_now, used_high >= used_now, (unsigned long long)threshold,
+      LAST());
   printf("info: pools_default real_calls=%ld used=%llu reserved=%llu\n", from_default_calls,
          (unsigned long long)used_now, (unsigned long long)reserved);
   f = cudaFreeAsync(q, s) | cudaFreeAsync(r, s);
@@ -248,10 +253,14 @@ static void capture(void) {
 
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "basic";
-  if (!strcmp(part, "basic")) basic();
-  else if (!strcmp(part, "race")) race();
-  else if (!strcmp(part, "pools")) pools();
-  else if (!strcmp(part, "capture")) capture();
+  if (!strcmp(part, "basic"))
+    basic();
+  else if (!strcmp(part, "race"))
+    race();
+  else if (!strcmp(part, "pools"))
+    pools();
+  else if (!strcmp(part, "capture"))
+    capture();
   else {
     fprintf(stderr, "usage: async basic|race|pools|capture\n");
     return 2;
