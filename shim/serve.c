@@ -168,8 +168,20 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
   return rc == 0 ? 0 : layer->real_free(rc == EINVAL ? p | 1 : p);
 }
 
+/* A special handle, or a stream some device's table holds. */
+static bool stream_known(uintptr_t stream) {
+  if (cp_serve_special_stream(stream)) return true;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
+    if (cp_device_stream_known(dev, (cudaStream_t)stream)) return true;
+  return false;
+}
+
 int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream) {
-  if (cp_serve_owned(p)) {
+  /* Every capture begins through a call the shim sees, so with none in
+   * progress a stream the shim knows is not capturing; CUDA is asked
+   * otherwise (it also judges a stream the shim does not know). */
+  if (cp_serve_owned(p) && (cp_capture_count() > 0 || !stream_known(stream))) {
     /* A bad stream fails as natively, and the block stays the program's. */
     bool capturing = false;
     int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
