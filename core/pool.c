@@ -325,7 +325,10 @@ static void settle_and_unlock(cp_pool_t *pool) {
   pthread_mutex_unlock(&pool->lock);
 }
 
-int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
+/* restream: the stream the block is freed on becomes its stream (NULL: it
+ * keeps the one it was allocated for). */
+static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                      unsigned flags) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_active(pool, addr);
   if (!b) {
@@ -333,6 +336,7 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
     pthread_mutex_unlock(&pool->lock);
     return rc;
   }
+  if (restream) b->stream = *restream;
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_FREE, addr, b->size, b->stream);
   HASH_DEL(pool->active, b);
   pool->free_block_count++;
@@ -348,6 +352,14 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
   }
   settle_and_unlock(pool);
   return 0;
+}
+
+int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
+  return free_block(pool, addr, NULL, key, flags);
+}
+
+int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
+  return free_block(pool, addr, &stream, key, flags);
 }
 
 size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {

@@ -15,7 +15,9 @@
  * A pending block freed with a non-zero key is also reusable at once by an
  * allocation with the same stream and the same key: the caller promises that
  * its own submission order protects that case (the shim passes the host
- * thread when only ordered streams are live, else 0).
+ * thread when only ordered streams are live, else 0; for stream-ordered
+ * calls, one key for all with the stream itself, since CUDA runs one
+ * stream's work in order).
  *
  * Threads: every function takes the pool's mutex; the backend is called with
  * it held. */
@@ -95,6 +97,12 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
  * start of a live block (interior pointer, double free). The pool is
  * untouched on error. */
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
+/* As cp_free, and the block's stream becomes `stream` first: the stream its
+ * free is ordered on (cudaFreeAsync), or CP_STREAM_DEVICE for a free that
+ * is ordered on none (cudaFree of a block allocated for a stream). The
+ * pending block is then reusable at once by an allocation with (stream,
+ * key), and cp_sync_stream(stream) completes it. Same codes as cp_free. */
+int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
 
 /* What the pool reports to an observer (the shim's trace recorder), called
  * with the pool lock held: a block's free is seen before anyone can be

@@ -14,6 +14,9 @@
 static cp_device_t devices[CP_MAX_DEVICES];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static atomic_bool per_thread_stream_seen;
+/* Bumped whenever a stream is created, destroyed or forgotten: it
+ * invalidates every thread's cached answer of cp_device_stream_known. */
+static atomic_uint stream_generation;
 static _Atomic uint64_t pool_mask; /* bit i: devices[i] may have a pool (i < 64) */
 
 static void table_init(void) {
@@ -130,6 +133,7 @@ void cp_device_reset(cp_device_t *dev) {
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
   /* The reset destroyed the device's streams and events with it. */
   CP_HASH_FREE_ALL(dev->streams, cp_stream_entry_t);
+  atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
   atomic_store(&dev->live_streams, 0);
   atomic_store(&dev->live_nonblocking, 0);
   dev->barrier_event = NULL;
@@ -171,6 +175,7 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
   } else if (s && s->nonblocking) {
     atomic_fetch_sub(&dev->live_nonblocking, 1);
   }
+  atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
   if (s) {
     s->nonblocking = nonblocking;
     /* Without an event no barrier can reach this stream: same-thread reuse
@@ -185,6 +190,31 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
   if (no_capture) cp_capture_unlock();
 }
 
+/* The last answer of this thread: a stream-ordered program names the same
+ * stream call after call, and the lock would cost a good part of a hit. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+  const cp_device_t *dev;
+  cudaStream_t stream;
+  unsigned generation;
+  bool known;
+} last_known;
+
+bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream) {
+  if (!atomic_load_explicit(&dev->live_streams, memory_order_relaxed)) return false;
+  unsigned generation = atomic_load_explicit(&stream_generation, memory_order_acquire);
+  if (last_known.dev == dev && last_known.stream == stream && last_known.generation == generation)
+    return last_known.known;
+  pthread_mutex_lock(&dev->lock);
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  pthread_mutex_unlock(&dev->lock);
+  last_known.dev = dev;
+  last_known.stream = stream;
+  last_known.generation = generation;
+  last_known.known = s != NULL;
+  return s != NULL;
+}
+
 /* Forget the stream on whichever device knows it; true if one did. */
 static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
                                  bool no_capture) {
@@ -192,6 +222,7 @@ static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStre
   cp_stream_entry_t *s;
   HASH_FIND_PTR(dev->streams, &stream, s);
   if (s) {
+    atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
     HASH_DEL(dev->streams, s);
     atomic_fetch_sub(&dev->live_streams, 1);
     if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);

@@ -72,6 +72,9 @@ bool cp_device_nonblocking_live(const cp_device_t *dev);
  * known handle again updates it (a stream one layer created and the other
  * saw, or a handle reused after a destroy the shim missed). */
 void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking);
+/* Whether the program created stream on dev and has not destroyed it (a
+ * stream the shim does not know may belong to another device). */
+bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream);
 /* Before the real cudaStreamDestroy: orders its pending work before later
  * legacy-stream work, so a barrier issued after it still covers that work. */
 void cp_stream_destroying(cudaStream_t stream);

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "entry_stats.h"
 #include "layer.h"
 
 typedef void *dlsym_fn(void *, const char *);
@@ -83,6 +84,7 @@ static void *no_dlsym(void *handle, const char *name) {
  * for the wrapper. dlerror() is left as glibc left it. */
 static void *served_lookup(void *handle, const char *name) {
   void *fn = cp_real_dlsym(handle, name);
+  if (fn) cp_entry_lookup(name, CP_DOOR_DLSYM);
   return fn ? cp_drv_hook(fn, name, NULL, 0, 0) : NULL;
 }
 
@@ -105,10 +107,24 @@ CP_NO_SANITIZE bool cp_drv_is_served_name(const char *name) {
   return false;
 }
 
+/* Memory entry points cudapool does not serve, looked up by handle through
+ * served_lookup too (which hands them out unchanged) so that entry_stats.h
+ * counts them. */
+CP_NO_SANITIZE static bool watched_name(const char *name) {
+  static const char *const prefixes[] = {"cuMem", "cuDeviceSetMemPool", "cuDeviceGetDefaultMemPool"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+    const char *a = name, *p = prefixes[i];
+    while (*p && *a == *p) a++, p++;
+    if (!*p) return true;
+  }
+  return false;
+}
+
 CP_NO_SANITIZE __attribute__((used)) void *cp_dlsym_route(void *handle, const char *name) {
   dlsym_fn *real = find_real_dlsym();
   if (!real) return (void *)no_dlsym;
-  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !name || !cp_drv_is_served_name(name))
+  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !name ||
+      !(cp_drv_is_served_name(name) || watched_name(name)))
     return (void *)real;
   return (void *)served_lookup;
 }
@@ -157,6 +173,14 @@ static const rule_t rules[] = {
     {"cuPointerGetAttribute", 4000, false, "cuPointerGetAttribute"},
     {"cuPointerGetAttributes", 7000, false, "cuPointerGetAttributes"},
     {"cuIpcGetMemHandle", 4010, false, "cuIpcGetMemHandle"},
+    {"cuMemAllocAsync", 11020, true, "cuMemAllocAsync_ptsz"},
+    {"cuMemAllocAsync", 11020, false, "cuMemAllocAsync"},
+    {"cuMemAllocFromPoolAsync", 11020, true, "cuMemAllocFromPoolAsync_ptsz"},
+    {"cuMemAllocFromPoolAsync", 11020, false, "cuMemAllocFromPoolAsync"},
+    {"cuDeviceSetMemPool", 11020, false, "cuDeviceSetMemPool"},
+    {"cuMemPoolSetAccess", 11020, false, "cuMemPoolSetAccess"},
+    {"cuMemPoolGetAttribute", 11020, false, "cuMemPoolGetAttribute"},
+    {"cuMemPoolTrimTo", 11020, false, "cuMemPoolTrimTo"},
 };
 
 /* The newest CUDA the rules know: a request for a later version may get a
@@ -198,7 +222,10 @@ CUresult cp_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersio
   CP_DRV_REAL(cuGetProcAddress_v2);
   if (!cp_drv.cuGetProcAddress_v2) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult rc = cp_drv.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
-  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = cp_drv_hook(*pfn, NULL, symbol, cudaVersion, flags);
+  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) {
+    cp_entry_lookup(symbol, CP_DOOR_PROC_ADDRESS);
+    *pfn = cp_drv_hook(*pfn, NULL, symbol, cudaVersion, flags);
+  }
   return rc;
 }
 
@@ -206,7 +233,10 @@ CUresult cp_w_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, 
   CP_DRV_REAL(cuGetProcAddress);
   if (!cp_drv.cuGetProcAddress) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult rc = cp_drv.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
-  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) *pfn = cp_drv_hook(*pfn, NULL, symbol, cudaVersion, flags);
+  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) {
+    cp_entry_lookup(symbol, CP_DOOR_PROC_ADDRESS);
+    *pfn = cp_drv_hook(*pfn, NULL, symbol, cudaVersion, flags);
+  }
   return rc;
 }
 

@@ -29,6 +29,9 @@
 
 /* Exported by libcuda, declared by no header. */
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream);
 
 /* The served variants: X(name). Each has a wrapper named cp_w_<name>. */
 #define CP_DRV_SERVED(X)              \
@@ -62,7 +65,15 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
   X(cuMemGetAddressRange_v2)          \
   X(cuPointerGetAttribute)            \
   X(cuPointerGetAttributes)           \
-  X(cuIpcGetMemHandle)
+  X(cuIpcGetMemHandle)                \
+  X(cuMemAllocAsync)                  \
+  X(cuMemAllocAsync_ptsz)             \
+  X(cuMemAllocFromPoolAsync)          \
+  X(cuMemAllocFromPoolAsync_ptsz)     \
+  X(cuDeviceSetMemPool)               \
+  X(cuMemPoolSetAccess)               \
+  X(cuMemPoolGetAttribute)            \
+  X(cuMemPoolTrimTo)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
  * driver flavour cannot work without it. */
@@ -81,7 +92,8 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
   X(cuEventDestroy_v2, true)          \
   X(cuStreamWaitEvent, true)          \
   X(cuStreamQuery, false)             \
-  X(cuStreamIsCapturing, false)
+  X(cuStreamIsCapturing, false)       \
+  X(cuDeviceGetDefaultMemPool, false)
 
 typedef struct cp_drv {
 #define CP_DRV_FIELD(name) __typeof__(name) *name;
@@ -113,6 +125,10 @@ CP_DRV_SERVED(CP_DRV_DECLARE)
     CP_DRV_REAL(name);                                   \
     if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
+
+/* Whether stream is capturing, as the driver says (the shim's own records
+ * where the driver lacks cuStreamIsCapturing): its native code. */
+int cp_drv_capturing(uintptr_t stream, bool *capturing);
 
 /* Look libcuda up (again, until found). True when every needed function of
  * the driver flavour is known. */

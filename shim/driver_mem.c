@@ -20,6 +20,7 @@
 
 #include "capture.h"
 #include "driver.h"
+#include "entry_stats.h"
 #include "serve.h"
 #include "shim.h"
 
@@ -33,7 +34,9 @@ CUresult cp_w_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   CP_DRV_NEED(cuMemAlloc_v2);
   cp_device_t *dev = dptr && bytesize ? serving_device() : NULL;
   uintptr_t p;
-  switch (cp_serve_alloc(dev, bytesize, &p)) {
+  cp_alloc_verdict_t v = cp_serve_alloc(dev, bytesize, &p);
+  if (!cp_inside) cp_entry_call(CP_ENTRY_cuMemAlloc, v == CP_SERVED);
+  switch (v) {
     case CP_SERVED: *dptr = (CUdeviceptr)p; return CUDA_SUCCESS;
     case CP_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
     case CP_FORWARD: break;
@@ -121,6 +124,7 @@ CUresult cp_w_cuMemFree_v2(CUdeviceptr dptr) {
   /* At depth > 0 this is the shim's own call: a whole segment going back, or
    * a pointer the runtime layer found foreign. */
   if (!dptr || cp_inside || !cp_hooking()) return cp_drv.cuMemFree_v2(dptr);
+  if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cuMemFree, cp_serve_owned((uintptr_t)dptr));
   return (CUresult)cp_serve_free(&driver_calls, (uintptr_t)dptr);
 }
 
@@ -136,7 +140,7 @@ CUresult cp_w_cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
 /* ---- stream-ordered frees -------------------------------------------------------- */
 
 /* A driver without cuStreamIsCapturing: the shim's own records decide. */
-static int drv_capturing(uintptr_t stream, bool *capturing) {
+int cp_drv_capturing(uintptr_t stream, bool *capturing) {
   if (!cp_drv.cuStreamIsCapturing) {
     *capturing = cp_capture_stream_capturing(stream);
     return CUDA_SUCCESS;
@@ -153,10 +157,11 @@ static int drv_capturing(uintptr_t stream, bool *capturing) {
     return cp_drv.name((CUdeviceptr)p, (CUstream)stream);                                     \
   }                                                                                           \
   static const cp_async_calls_t calls_##name = {                                              \
-      .free_async = real_##name, .capturing = drv_capturing, .per_thread = ptsz};             \
+      .free_async = real_##name, .capturing = cp_drv_capturing, .per_thread = ptsz};          \
   CUresult cp_w_##name(CUdeviceptr dptr, CUstream hStream) {                                  \
     CP_DRV_NEED(name);                                                                        \
     if (!dptr || cp_inside || !cp_hooking()) return cp_drv.name(dptr, hStream);               \
+    if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cuMemFreeAsync, cp_serve_owned(dptr));        \
     return (CUresult)cp_serve_free_async(&calls_##name, (uintptr_t)dptr, (uintptr_t)hStream); \
   }
 CP_FREE_ASYNC(cuMemFreeAsync, false)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "entry_stats.h"
 #include "real.h"
 #include "serve.h"
 #include "shim.h"
@@ -19,7 +20,9 @@
 CP_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size) {
   if (!cp_shim_init() || !devPtr || size == 0) return cp_real.cudaMalloc(devPtr, size);
   uintptr_t p;
-  switch (cp_serve_alloc(cp_current_device(), size, &p)) {
+  cp_alloc_verdict_t v = cp_serve_alloc(cp_current_device(), size, &p);
+  cp_entry_call(CP_ENTRY_cudaMalloc, v == CP_SERVED);
+  switch (v) {
     case CP_SERVED: *devPtr = (void *)p; return cudaSuccess;
     case CP_FORWARD: return cp_real.cudaMalloc(devPtr, size);
     case CP_OUT_OF_MEMORY: break;
@@ -48,6 +51,7 @@ static const cp_layer_calls_t runtime_calls = {
 
 CP_EXPORT cudaError_t cudaFree(void *devPtr) {
   if (!cp_shim_init() || !devPtr) return cp_real.cudaFree(devPtr);
+  if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cudaFree, cp_serve_owned((uintptr_t)devPtr));
   return (cudaError_t)cp_serve_free(&runtime_calls, (uintptr_t)devPtr);
 }
 
@@ -59,24 +63,26 @@ static int rt_free_async_ptsz(uintptr_t p, uintptr_t stream) {
   return cp_real.cudaFreeAsync_ptsz((void *)p, (cudaStream_t)stream);
 }
 
-static int rt_capturing(uintptr_t stream, bool *capturing) {
+int cp_rt_capturing(uintptr_t stream, bool *capturing) {
   enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaError_t rc = cp_real.cudaStreamIsCapturing((cudaStream_t)stream, &status);
   *capturing = rc == cudaSuccess && status != cudaStreamCaptureStatusNone;
   return rc;
 }
 
-static const cp_async_calls_t runtime_async = {.free_async = rt_free_async, .capturing = rt_capturing};
+const cp_async_calls_t cp_runtime_async = {.free_async = rt_free_async, .capturing = cp_rt_capturing};
 static const cp_async_calls_t runtime_async_ptsz = {
-    .free_async = rt_free_async_ptsz, .capturing = rt_capturing, .per_thread = true};
+    .free_async = rt_free_async_ptsz, .capturing = cp_rt_capturing, .per_thread = true};
 
 CP_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
   if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync(devPtr, hStream);
-  return (cudaError_t)cp_serve_free_async(&runtime_async, (uintptr_t)devPtr, (uintptr_t)hStream);
+  if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cudaFreeAsync, cp_serve_owned((uintptr_t)devPtr));
+  return (cudaError_t)cp_serve_free_async(&cp_runtime_async, (uintptr_t)devPtr, (uintptr_t)hStream);
 }
 
 CP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
   if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync_ptsz(devPtr, hStream);
+  if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cudaFreeAsync, cp_serve_owned((uintptr_t)devPtr));
   return (cudaError_t)cp_serve_free_async(&runtime_async_ptsz, (uintptr_t)devPtr, (uintptr_t)hStream);
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "entry_stats.h"
 #include "outfile.h"
 #include "shim.h"
 #include "sigterm.h"
@@ -89,6 +90,8 @@ static int report_to(int fd) {
 }
 
 static void end_outputs(void) {
+  /* The diagnostic of entry_stats.h, whether or not a pool was used. */
+  if (cp_opts.verbose) cp_entry_report(stderr);
   if (cp_device_stats_all(NULL, 0) == 0) {
     close_trace();
     return;

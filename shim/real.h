@@ -23,6 +23,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The per-thread-default-stream twins are macros in the headers, not
  * declarations: declare the exported names the shim defines too. */
@@ -30,6 +31,23 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
+cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **devPtr, size_t size, cudaMemPool_t pool, cudaStream_t stream);
+
+/* The stream-ordered allocations and memory pools (interpose_async.c), in
+ * CP_REAL_FUNCS's form. */
+typedef cudaMemPool_t cp_mp_t;
+typedef cudaStream_t cp_st_t;
+#define CP_REAL_ASYNC_FUNCS(X)                                                                        \
+  X(cudaMallocAsync, false, (void **p, size_t n, cp_st_t s), (p, n, s))                               \
+  X(cudaMallocAsync_ptsz, false, (void **p, size_t n, cp_st_t s), (p, n, s))                          \
+  X(cudaMallocFromPoolAsync, false, (void **p, size_t n, cp_mp_t m, cp_st_t s), (p, n, m, s))         \
+  X(cudaMallocFromPoolAsync_ptsz, false, (void **p, size_t n, cp_mp_t m, cp_st_t s), (p, n, m, s))    \
+  X(cudaDeviceGetDefaultMemPool, false, (cp_mp_t * m, int d), (m, d))                                 \
+  X(cudaDeviceSetMemPool, false, (int d, cp_mp_t m), (d, m))                                          \
+  X(cudaMemPoolSetAccess, false, (cp_mp_t m, const struct cudaMemAccessDesc *a, size_t n), (m, a, n)) \
+  X(cudaMemPoolGetAttribute, false, (cp_mp_t m, enum cudaMemPoolAttr a, void *v), (m, a, v))          \
+  X(cudaMemPoolTrimTo, false, (cp_mp_t m, size_t n), (m, n))
 
 /* X(name, needed, (parameters), (arguments)): needed = the pool cannot work
  * without it. Every one returns cudaError_t. */
@@ -64,7 +82,8 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
   X(cudaFreeAsync, false, (void *p, cudaStream_t s), (p, s))                                    \
   X(cudaStreamIsCapturing, false, (cudaStream_t s, enum cudaStreamCaptureStatus * c), (s, c))   \
   X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                               \
-  X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))
+  X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))                      \
+  CP_REAL_ASYNC_FUNCS(X)
 
 typedef struct cp_real {
 #define CP_REAL_FIELD(name, needed, params, args) __typeof__(name) *name;
@@ -75,7 +94,14 @@ typedef struct cp_real {
 extern cp_real_t cp_real;
 
 void cp_real_init(void);
+
 /* Every needed runtime function found (looks again until cudaMalloc is). */
 bool cp_real_complete(void);
+
+/* interpose.c: whether stream is capturing, as the runtime says (its code),
+ * and the runtime's stream-ordered free calls (serve.h). */
+struct cp_async_calls;
+int cp_rt_capturing(uintptr_t stream, bool *capturing);
+extern const struct cp_async_calls cp_runtime_async;
 
 #endif

@@ -6,7 +6,9 @@
 #include <stdio.h>
 
 #include "capture.h"
+#include "entry_stats.h"
 #include "shim.h"
+#include "stream_order.h"
 #include "parse.h"
 #include "trace.h"
 #include "util.h"
@@ -102,12 +104,17 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
 }
 
 cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
+  return dev ? cp_serve_alloc_for(dev, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out) : CP_FORWARD;
+}
+
+cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key,
+                                      uintptr_t *out) {
   /* During a strict capture the program's call must fail or succeed (and
    * invalidate the capture or not) exactly as natively. */
   if (!dev || cp_capture_strict_active()) return CP_FORWARD;
   cp_pool_t *pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
-  int rc = cp_alloc(pool, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out);
+  int rc = cp_alloc(pool, size, stream, key, out);
   if (rc == 0) return CP_SERVED;
   if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
   cp_config_t cfg;
@@ -130,13 +137,16 @@ bool cp_serve_owned(uintptr_t p) {
 }
 
 /* Frees p in whichever pool holds it: 0, EINVAL (inside a segment but not a
- * live block's start) or ENOENT (no pool's). keyed: the thread may reuse it
- * at once where the reuse rules allow (not for a stream-ordered free). */
-static int free_in_pools(uintptr_t p, bool keyed, unsigned flags) {
+ * live block's start) or ENOENT (no pool's). stream: the pool's tag of the
+ * stream the free is ordered on (stream_order.h), or CP_STREAM_DEVICE for a
+ * free ordered on none, which the thread may reuse at once where the reuse
+ * rules allow; a stream-ordered free is reusable at once on its stream. */
+static int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
-    int rc = pool ? cp_free(pool, p, keyed ? cp_device_reuse_key(dev) : 0, flags) : ENOENT;
+    uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
+    int rc = pool ? cp_free_on_stream(pool, p, stream, key, flags) : ENOENT;
     if (rc != ENOENT) return rc;
   }
   return ENOENT;
@@ -154,18 +164,30 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
     if (rc != 0) return rc;
     flags = CP_FREE_DEVICE_IDLE;
   }
-  int rc = free_in_pools(p, true, flags);
+  int rc = free_in_pools(p, CP_STREAM_DEVICE, flags);
   return rc == 0 ? 0 : layer->real_free(rc == EINVAL ? p | 1 : p);
 }
 
+/* A special handle, or a stream some device's table holds. */
+static bool stream_known(uintptr_t stream) {
+  if (cp_serve_special_stream(stream)) return true;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
+    if (cp_device_stream_known(dev, (cudaStream_t)stream)) return true;
+  return false;
+}
+
 int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream) {
-  if (cp_serve_owned(p)) {
+  /* Every capture begins through a call the shim sees, so with none in
+   * progress a stream the shim knows is not capturing; CUDA is asked
+   * otherwise (it also judges a stream the shim does not know). */
+  if (cp_serve_owned(p) && (cp_capture_count() > 0 || !stream_known(stream))) {
     /* A bad stream fails as natively, and the block stays the program's. */
     bool capturing = false;
     int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
     if (rc != 0 || capturing) return rc;
   }
-  int rc = free_in_pools(p, false, 0);
+  int rc = free_in_pools(p, cp_stream_tag(stream, layer->per_thread), 0);
   return rc == 0 ? 0 : layer->free_async(rc == EINVAL ? p | 1 : p, stream);
 }
 
@@ -208,8 +230,11 @@ void cp_serve_synced_stream(const cp_sync_t *s, bool ok, uintptr_t stream, bool 
   if (stream == STREAM_PER_THREAD || (per_thread_api && stream == 0)) cp_note_per_thread_stream();
   if (s->dev && cp_trace_enabled()) cp_trace_sync_stream((uint64_t)stream);
   if (!ok || !s->pool) return;
-  bool legacy = !per_thread_api && (stream == 0 || stream == STREAM_LEGACY);
-  cp_synced_stream(s->pool, s->mark, (uint64_t)stream, legacy, cp_device_nonblocking_live(s->dev));
+  uint64_t tag = cp_stream_tag(stream, per_thread_api);
+  bool legacy = tag == CP_STREAM_TAG_LEGACY, nonblocking_live = cp_device_nonblocking_live(s->dev);
+  cp_synced_stream(s->pool, s->mark, tag, legacy, nonblocking_live);
+  /* The legacy stream's own stream-ordered frees, when it covered less. */
+  if (legacy && nonblocking_live) cp_sync_stream(s->pool, s->mark, tag);
 }
 
 void cp_serve_synced_device(const cp_sync_t *s, bool ok) {

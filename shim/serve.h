@@ -35,6 +35,10 @@ typedef enum cp_alloc_verdict {
 
 /* An allocation of size (> 0) bytes for the program on dev (NULL: forward). */
 cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out);
+/* The same for a stream and reuse key of the pool's (stream-ordered
+ * allocations: stream_order.h). */
+cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key,
+                                      uintptr_t *out);
 
 /* The calls of one layer that the free rule needs, each returning that
  * layer's native code. */
@@ -57,8 +61,10 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p);
 bool cp_serve_owned(uintptr_t p);
 
 /* The program frees p in stream order (cudaFreeAsync, cuMemFreeAsync). A
- * pool block goes back to its pool as by a free: a barrier, fence or
- * synchronisation covers the work the program queued before it. Freed on a
+ * pool block goes back to its pool as the stream's: an allocation on the
+ * same stream may take it at once (CUDA runs that stream's work in order),
+ * any other once a barrier, fence or synchronisation covers the work the
+ * program queued before the free. Freed on a
  * capturing stream, a pool block is kept for good instead (the captured
  * graph may still use it whenever it is launched). Other pointers go to
  * real_free_async unchanged; bad ones fail natively (p|1). */

@@ -22,6 +22,8 @@ RUNS = {
              ("cudapool", "set_allocator(None) under cudapool")),
     "jax": (("platform", "platform allocator"), ("bfc", "default BFC"),
             ("cudapool", "platform under cudapool")),
+    # XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async: XLA's stream-ordered allocator.
+    "jax-cuda_async": (("native", "cuda_async natively"), ("cudapool", "cuda_async under cudapool")),
 }
 
 
@@ -85,14 +87,15 @@ def python_rows(work, name):
         ms = r.get("step_ms_median")
         times.append("%s %s" % (label, "-" if ms is None else "%.3f ms" % ms))
     base = (runs.get(RUNS[name][0][0]) or {}).get("step_ms_median")
-    own = (runs.get(RUNS[name][1][0]) or {}).get("step_ms_median")
+    own = (runs.get(RUNS[name][1][0]) or {}).get("step_ms_median") if len(RUNS[name]) > 2 else None
     ours = pool.get("step_ms_median")
     ratios = []
     if base and ours:
         ratios.append("%s/cudapool %.2fx" % (RUNS[name][0][0], base / ours))
     if own and ours:
         ratios.append("cudapool/%s %.2fx" % (RUNS[name][1][0], ours / own))
-    version = pool.get(name) or (runs.get(RUNS[name][0][0]) or {}).get(name, "?")
+    framework = name.split("-")[0]
+    version = pool.get(framework) or (runs.get(RUNS[name][0][0]) or {}).get(framework, "?")
     row("INFO", "%s step time (median)" % name,
         "; ".join(times) + ("; " + ", ".join(ratios) if ratios else "") + " (%s %s)" % (name, version))
 

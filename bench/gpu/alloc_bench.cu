@@ -17,12 +17,17 @@
  *   churn live=64 min=256 max=8388608 W_ns=MEDIAN async_ns=MEDIAN reps=N
  *   threads n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
  *   threads_work n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
+ *   default_async size=BYTES W_ns=MEDIAN async_ns=MEDIAN reps=N async_reps=N
+ * default_async times cudaMallocAsync/cudaFreeAsync pairs on the device's
+ * default pool (served by cudapool when it is loaded: W is then "pool"; by
+ * CUDA's own default pool natively), async_ns the same pairs on the
+ * program's own pool, which cudapool always leaves to CUDA.
  * W_ns is timed before the program has created any stream, W_stream_ns
  * while one non-blocking stream is live (see bench_pairs).
  * "threads" churns pairs only; "threads_work" also puts a cudaMemsetAsync on
  * the thread's stream between each cudaMalloc and cudaFree.
  *
- * Usage: alloc_bench [--quick] [pairs|churn|threads ...] */
+ * Usage: alloc_bench [--quick] [pairs|churn|threads|default ...] */
 #include "gpu_common.cuh"
 
 #include <atomic>
@@ -223,8 +228,35 @@ static void bench_threads(void) {
   }
 }
 
+/* Stream-ordered pairs on the default pool against the program's own pool,
+ * both on g_stream: the same stream, so a pool may reuse at once. */
+static void bench_default_async(void) {
+  for (size_t i = 0; i < NSIZES; i++) {
+    size_t size = pair_sizes[i];
+    int reps = 0, own_reps = 0;
+    double default_ns = time_pairs(
+        [&] {
+          void *p = NULL;
+          CHECK(cudaMallocAsync(&p, size, g_stream));
+          CHECK(cudaFreeAsync(p, g_stream));
+        },
+        10, &reps);
+    double own_ns = time_pairs(
+        [&] {
+          void *p = NULL;
+          CHECK(cudaMallocFromPoolAsync(&p, size, g_async_pool, g_stream));
+          CHECK(cudaFreeAsync(p, g_stream));
+        },
+        10, &own_reps);
+    CHECK(cudaStreamSynchronize(g_stream));
+    CHECK(cudaMemPoolTrimTo(g_async_pool, 0));
+    printf("default_async size=%zu %s_ns=%.1f async_ns=%.1f reps=%d async_reps=%d\n", size, allocator_name(),
+           default_ns, own_ns, reps, own_reps);
+  }
+}
+
 int main(int argc, char **argv) {
-  bool want_pairs = false, want_churn = false, want_threads = false, any = false;
+  bool want_pairs = false, want_churn = false, want_threads = false, want_default = false, any = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       g_budget_s = 0.05;
@@ -236,12 +268,14 @@ int main(int argc, char **argv) {
       want_churn = any = true;
     } else if (!strcmp(argv[i], "threads")) {
       want_threads = any = true;
+    } else if (!strcmp(argv[i], "default")) {
+      want_default = any = true;
     } else {
-      fprintf(stderr, "usage: alloc_bench [--quick] [pairs] [churn] [threads]\n");
+      fprintf(stderr, "usage: alloc_bench [--quick] [pairs] [churn] [threads] [default]\n");
       return 2;
     }
   }
-  if (!any) want_pairs = want_churn = want_threads = true;
+  if (!any) want_pairs = want_churn = want_threads = want_default = true;
   print_header("alloc_bench");
   if (on_fake_runtime()) printf("INFO alloc_bench: simulated runtime: times are not GPU times\n");
 
@@ -252,6 +286,7 @@ int main(int argc, char **argv) {
   else setup_async(dev);
   if (want_churn) bench_churn();
   if (want_threads) bench_threads();
+  if (want_default) bench_default_async();
 
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudaMemPoolDestroy(g_async_pool));

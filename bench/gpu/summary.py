@@ -9,7 +9,8 @@ Reads what gpu-check left in its work folder:
   cg-native.out, cg-pool.out           bench/gpu/legacy_cg output
   demo-native.out, demo-pool.out       demo/legacy_app output
   torch-WORKLOAD-ALLOC.json            bench/pytorch result lines
-                                       (ALLOC: caching, off, cudapool, runtime)
+                                       (ALLOC: caching, off, cudapool, runtime,
+                                       async, async-cudapool, pluggable)
 merges the native and pool runs of each benchmark into one row with the
 ratios, judges the goals of issue 5, prints the table, and writes
 OUT/summary.txt (the table) and OUT/results.json (everything, parsed).
@@ -32,6 +33,7 @@ import sys
 GOAL_PAIR_NS = 150.0       # cached pair under 150 ns
 GOAL_VS_NATIVE = 300.0     # at least 300x faster than native
 GOAL_VS_ASYNC = 8.0        # at least 8x faster than cudaMallocAsync
+GOAL_DEFAULT_ASYNC = 4.0   # cudaMallocAsync pairs: at least 4x faster than CUDA's default pool
 GOAL_THREADS = 4.0         # 16 threads: at least 4x the single-thread pairs/s
 GOAL_TORCH_TIME = 1.03  # issue 10: step time within 3% of PyTorch's own allocator
 
@@ -177,6 +179,26 @@ def bench_rows(work, table, results):
                       fmt_ns(native_ns), fmt_ns(pool_ns), fmt_ns(async_ns),
                       fmt_x(ratio(native_ns, pool_ns)), fmt_x(ratio(async_ns, pool_ns))))
 
+    # cudaMallocAsync pairs on the default pool: served by cudapool under the
+    # shim, by CUDA's default pool natively (issue 15: >= 4x faster).
+    nd = {int(d["size"]): d for d in kv_lines(nat, "default_async") if "size" in d}
+    pd = {int(d["size"]): d for d in kv_lines(pool, "default_async") if "size" in d}
+    if nd or pd:
+        results["default_async"] = []
+    for size in sorted(set(nd) | set(pd)):
+        native_ns, pool_ns = nd.get(size, {}).get("native_ns"), pd.get(size, {}).get("pool_ns")
+        own_ns = pd.get(size, {}).get("async_ns", nd.get(size, {}).get("async_ns"))
+        r = ratio(native_ns, pool_ns)
+        results["default_async"].append({"size": size, "native_default_ns": native_ns, "pool_ns": pool_ns,
+                                         "own_pool_ns": own_ns, "native_over_pool": r})
+        detail = "cudaMallocAsync pair: CUDA default pool %s  cudapool %s  own pool %s  native/pool %s" % (
+            fmt_ns(native_ns), fmt_ns(pool_ns), fmt_ns(own_ns), fmt_x(r))
+        if r is None:
+            table.add("SKIP", "default_async %s" % fmt_size(size), detail + "  (a run is missing)")
+        else:
+            table.add("MET" if r >= GOAL_DEFAULT_ASYNC else "MISS", "default_async %s" % fmt_size(size),
+                      detail + ("" if r >= GOAL_DEFAULT_ASYNC else "  [missed: < %.0fx]" % GOAL_DEFAULT_ASYNC))
+
     for head in ("threads", "threads_work"):
         nt = {int(d["n"]): d for d in kv_lines(nat, head) if "n" in d}
         pt = {int(d["n"]): d for d in kv_lines(pool, head) if "n" in d}
@@ -243,12 +265,14 @@ def legacy_rows(work, table, results):
 
 
 def torch_rows(work, table, results):
+    base = ("caching", "off", "cudapool")
     # "runtime" is cudapool with CUDAPOOL_LAYER=runtime: the pool then holds
     # exactly what PyTorch's allocator holds (cuBLAS/cuDNN's driver-level
     # allocations stay native in both), so its peak reserved is the
-    # like-for-like figure; the default-layer run's process peak is the real cost.
-    allocs = ("caching", "off", "cudapool", "runtime")
-    loss_allocs = ("caching", "off", "cudapool")
+    # like-for-like figure; the default-layer run's process peak is the real
+    # cost. PyTorch's cudaMallocAsync backend natively and under cudapool, and
+    # cudapool as PyTorch's pluggable allocator: extra rows when they ran.
+    allocs = base + ("runtime", "async", "async-cudapool", "pluggable")
     for wl in ("transformer", "gpt2", "convnext_tiny", "densenet121", "resnet50"):
         runs = {}
         for a in allocs:
@@ -265,6 +289,8 @@ def torch_rows(work, table, results):
         parts = []
         for a in allocs:
             r = runs.get(a)
+            if not r and a not in base:
+                continue
             if not r or "step_ms_median" not in r:
                 parts.append("%s -" % a)
                 continue
@@ -277,7 +303,7 @@ def torch_rows(work, table, results):
                 s += " util %.2f" % r["utilization"]
             parts.append(s)
         losses = {a: runs[a].get("loss_hex") for a in allocs if a in runs}
-        have_all = all(a in runs and runs[a].get("loss_hex") for a in loss_allocs)
+        have_all = all(a in runs and runs[a].get("loss_hex") for a in base)
         same = have_all and len(set(losses.values())) == 1
         if same:
             loss_txt = "loss %r identical in all %d runs" % (runs["caching"]["loss"], len(losses))

@@ -45,6 +45,16 @@ def caching_off():
     return value not in ("", "0")
 
 
+def pluggable():
+    """CUDAPOOL_TORCH_PLUGGABLE=1: PyTorch allocates through cudapool's
+    CUDAPluggableAllocator entry points (python/cudapool/torch.py)."""
+    return os.environ.get("CUDAPOOL_TORCH_PLUGGABLE", "") not in ("", "0")
+
+
+def async_backend():
+    return "backend:cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+
+
 def _header_lists():
     try:
         with open(HEADER) as f:
@@ -107,12 +117,20 @@ def cudapool_stats(device=0):
 
 def allocator_label():
     pool = cudapool_function("cudapool_stats") is not None
+    if pluggable():
+        return "cudapool-pluggable"
+    if async_backend():
+        return "cudaMallocAsync+cudapool" if pool else "cudaMallocAsync"
     if caching_off():
         return "cudapool" if pool else "no-caching"
     return "torch-caching+cudapool" if pool else "torch-caching"
 
 
 def configure_torch(torch, seed):
+    if pluggable():  # before PyTorch's first CUDA allocation
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+        import cudapool.torch
+        cudapool.torch.use_as_allocator()
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
     # Same seed, same loss: deterministic kernels where PyTorch has them.
@@ -151,7 +169,7 @@ def memory_report(torch):
                                                 "num_device_free", "num_alloc_retries",
                                                 "num_ooms", "num_barriers", "num_fences_waited")
                            if k in pool}
-    if not caching_off():
+    if not caching_off() and not pluggable():
         rep["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
         rep["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
         rep["peak_source"] = "torch"

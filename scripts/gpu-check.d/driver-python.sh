@@ -9,16 +9,40 @@ driver_python() {
     py_run cupy none 90 -- --allocator none
     py_run cupy cupy 90 -- --allocator cupy
     stats_env "$WORK/cupy-cudapool.stats.json"
-    py_run cupy cudapool 90 "${stats_vars[@]}" -- --allocator none
+    py_run cupy cudapool 90 CUDAPOOL_VERBOSE=1 "${stats_vars[@]}" -- --allocator none
+    entry_rows cupy "$WORK/cupy-cudapool.raw.err"
     rows python "$WORK" cupy
   fi
   if py_ready jax jax; then
     py_run jax platform 120 XLA_PYTHON_CLIENT_ALLOCATOR=platform
     py_run jax bfc 120 -u XLA_PYTHON_CLIENT_ALLOCATOR
     stats_env "$WORK/jax-cudapool.stats.json"
-    py_run jax cudapool 120 XLA_PYTHON_CLIENT_ALLOCATOR=platform "${stats_vars[@]}"
+    py_run jax cudapool 120 XLA_PYTHON_CLIENT_ALLOCATOR=platform CUDAPOOL_VERBOSE=1 "${stats_vars[@]}"
+    entry_rows "jax platform" "$WORK/jax-cudapool.raw.err"
+    # XLA's stream-ordered allocator (cuMemAllocFromPoolAsync on the default
+    # pool), natively and served by cudapool.
+    py_run jax cuda_async-native 120 XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async
+    stats_env "$WORK/jax-cuda_async-cudapool.stats.json"
+    py_run jax cuda_async-cudapool 120 XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async CUDAPOOL_VERBOSE=1 "${stats_vars[@]}"
+    entry_rows "jax cuda_async" "$WORK/jax-cuda_async-cudapool.raw.err"
     rows python "$WORK" jax
+    rows python "$WORK" jax-cuda_async
   fi
+}
+
+# entry_rows NAME STDERR: one INFO row per allocation entry point the run
+# reached (CUDAPOOL_VERBOSE's exit lines, shim/entry_stats.h): how it was
+# looked up (dlsym, cuGetProcAddress) and how many calls were served.
+entry_rows() {
+  local name=$1 errf=$2 line
+  if ! grep -q '^cudapool: entry ' "$errf" 2>/dev/null; then
+    record INFO "$name entry points" "no entry-point lines in $errf"
+    return
+  fi
+  while IFS= read -r line; do
+    line=${line#cudapool: entry }
+    record INFO "$name entry ${line%% *}" "$(sed 's/^[^ ]* *//' <<<"$line")"
+  done < <(grep '^cudapool: entry ' "$errf")
 }
 
 # py_ready NAME IMPORT: whether NAME's runs can be made: python3 imports

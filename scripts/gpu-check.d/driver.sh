@@ -9,6 +9,7 @@ section_driver() {
   begin_section driver driver.log "driver layer"
   static_pair "static errors" 45 errors
   static_pair "static race" 60 race --loops 2
+  static_pair "static async_race" 90 async_race --loops 2
   static_pair "static stress" 60 stress --iters 1000
   static_pair "static fill" 60 fill
   if shim_built; then
@@ -16,7 +17,7 @@ section_driver() {
   fi
   driver_python
   static_memcheck
-  pair_runs static-alloc "static alloc_bench" 60 "$STATIC/bench/alloc_bench" --quick pairs churn
+  pair_runs static-alloc "static alloc_bench" 60 "$STATIC/bench/alloc_bench" --quick pairs churn default
   rows churn "$WORK"
 }
 

@@ -3,6 +3,10 @@
 # and with caching off under the shim (default layers, and runtime layer only:
 # the like-for-like reserved figure, since then cuBLAS/cuDNN's own driver
 # allocations stay outside the pool as they stay outside PyTorch's count);
+# with PyTorch's cudaMallocAsync backend natively and under the shim (which
+# then serves its stream-ordered calls); and with cudapool as PyTorch's
+# pluggable allocator (python/cudapool/torch.py). GPU_CHECK_TORCH_ALLOCS picks
+# the runs (default: all seven).
 # summary.py compares them.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
@@ -22,7 +26,7 @@ section_pytorch() {
       gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
       *) cmd=(bench/pytorch/cnn_train.py --model "$wl") ;;
     esac
-    for alloc in caching off cudapool runtime; do
+    for alloc in ${GPU_CHECK_TORCH_ALLOCS-caching off cudapool runtime async async-cudapool pluggable}; do
       envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
       case "$alloc" in
         off) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
@@ -32,6 +36,14 @@ section_pytorch() {
         runtime)
           shim_built || continue
           envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_LAYER=runtime) ;;
+        async) envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
+        async-cudapool | pluggable)
+          shim_built || { record FAIL "torch $wl $alloc run" "no shim"; continue; }
+          if [ "$alloc" = pluggable ]; then
+            envs+=(CUDAPOOL_TORCH_PLUGGABLE=1 "${shim_vars[@]}")
+          else
+            envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "${shim_vars[@]}")
+          fi ;;
       esac
       jf=$WORK/torch-$wl-$alloc.json
       run "$wl $alloc" 150 "$jf.raw" "${envs[@]}" python3 "${cmd[@]}"

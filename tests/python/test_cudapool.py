@@ -379,5 +379,83 @@ class Main(unittest.TestCase):
         self.assertIn("cannot find the cudapool launcher", p.stderr)
 
 
+# A stand-in for PyTorch: its CUDAPluggableAllocator loads the library by
+# path and resolves the two names as PyTorch does, and its allocations go
+# through them.
+FAKE_TORCH = """
+import ctypes
+class CUDAPluggableAllocator:
+    def __init__(self, path, alloc_fn_name, free_fn_name):
+        self.path, self.names = path, (alloc_fn_name, free_fn_name)
+        lib = ctypes.CDLL(path)
+        self.alloc = getattr(lib, alloc_fn_name)
+        self.alloc.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        self.alloc.restype = ctypes.c_void_p
+        self.free = getattr(lib, free_fn_name)
+        self.free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        self.free.restype = None
+current = None
+def change_current_allocator(a):
+    global current
+    current = a
+"""
+
+
+class Torch(Child):
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp()
+        pkg = os.path.join(self.dir, "torch")
+        os.makedirs(os.path.join(pkg, "cuda"))
+        with open(os.path.join(pkg, "__init__.py"), "w") as f:
+            f.write("from . import cuda\n")
+        with open(os.path.join(pkg, "cuda", "__init__.py"), "w") as f:
+            f.write("from . import memory\n")
+        with open(os.path.join(pkg, "cuda", "memory.py"), "w") as f:
+            f.write(FAKE_TORCH)
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir)
+
+    def use(self, preload):
+        code = """
+            sys.path.insert(0, %r)
+            import cudapool.torch, torch
+            a = cudapool.torch.use_as_allocator(%r)
+            assert torch.cuda.memory.current is a
+            p = a.alloc(1 << 20, 0, None)
+            a.free(p, 1 << 20, 0, None)
+            q = a.alloc(1 << 20, 0, None)
+            a.free(q, 1 << 20, 0, None)
+            out(path=os.path.realpath(a.path), names=list(a.names), got=bool(p), same=p == q,
+                calls=rt.fakecuda_calls(b"cudaMallocAsync"),
+                found=os.path.realpath(cudapool.torch.library_path()) if %r else None)
+        """ % (self.dir, LIB, preload)
+        return self.result(code, preload=preload)
+
+    def test_pluggable_without_the_preload(self):
+        r = self.use(preload=False)
+        self.assertEqual(r["path"], os.path.realpath(LIB))
+        self.assertEqual(r["names"], ["cudapool_torch_alloc", "cudapool_torch_free"])
+        self.assertTrue(r["got"])
+        self.assertTrue(r["same"], "the block freed on the stream comes back at once")
+        self.assertEqual(r["calls"], 0, "served by the pool, not the runtime's own cudaMallocAsync")
+
+    def test_library_path_is_the_preloaded_one(self):
+        r = self.use(preload=True)
+        self.assertEqual(r["found"], os.path.realpath(LIB))
+        self.assertTrue(r["same"])
+        self.assertEqual(r["calls"], 0)
+
+    def test_library_path_takes_cudapool_library_without_the_preload(self):
+        link = os.path.join(self.dir, "libcudapool.so")
+        os.symlink(LIB, link)
+        r = self.result("""
+            import cudapool.torch
+            out(found=cudapool.torch.library_path())
+        """, preload=False, extra_env={"CUDAPOOL_LIBRARY": link})
+        self.assertEqual(r["found"], link)
+
 if __name__ == "__main__":
     unittest.main()

@@ -82,10 +82,13 @@ typedef struct fk_event {
   fk_capture *cap; /* recorded into a capture */
 } fk_event;
 
+struct fk_mempool;
+
 typedef struct fk_alloc {
   char *base;
   size_t size, charged, maplen;
   fk_ctx *ctx;
+  struct fk_mempool *pool; /* the memory pool of a stream-ordered allocation, else NULL */
 } fk_alloc;
 
 typedef struct fk_counter {
@@ -133,6 +136,12 @@ CUresult fk_alloc_new(fk_ctx *ctx, size_t size, CUdeviceptr *out);
 void fk_alloc_drop_ctx(fk_ctx *ctx);
 fk_alloc *fk_alloc_exact(uintptr_t p);
 void fk_alloc_release(fk_alloc *a);
+
+/* pool.c */
+void fk_mempool_released(fk_alloc *a);
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream);
 
 /* streams.c */
 CUresult fk_stream_get(fk_ctx *ctx, CUstream h, int per_thread_api, fk_stream **out);

@@ -72,6 +72,7 @@ CUresult fk_alloc_new(fk_ctx *ctx, size_t size, CUdeviceptr *out) {
 
 static void release(size_t i) {
   fk_alloc *a = &fk.allocs[i];
+  if (a->pool) fk_mempool_released(a);
   fk.used[a->ctx->device] -= a->charged;
   if (a->maplen)
     munmap(a->base, a->maplen);

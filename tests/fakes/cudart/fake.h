@@ -76,7 +76,10 @@ typedef struct fc_capture {
 
 enum fc_alloc_kind { FC_DEVICE, FC_MANAGED, FC_PITCH, FC_HOST };
 
+struct fc_mempool;
+
 typedef struct fc_alloc {
+  struct fc_mempool *pool; /* the memory pool of a stream-ordered allocation, else NULL */
   char *base;
   size_t size;    /* bytes asked for */
   size_t charged; /* bytes counted against the device (FC_ALIGN multiple) */
@@ -175,6 +178,9 @@ fc_alloc *fc_alloc_exact(const void *p);
 cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **out);
 void fc_alloc_release(fc_alloc *a);
 void fc_alloc_drop_device(int dev);
+
+/* pool.c */
+void fc_mempool_released(fc_alloc *a);
 
 /* streams.c */
 void fc_streams_drop_device(int dev);

@@ -73,6 +73,7 @@ cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **o
 }
 
 void fc_alloc_release(fc_alloc *a) {
+  if (a->pool) fc_mempool_released(a);
   fc.used[a->device] -= a->charged;
   if (a->maplen)
     munmap(a->base, a->maplen);

@@ -86,6 +86,47 @@ Test(reuse, same_stream_and_key_reuse_at_once) {
   fx_close();
 }
 
+/* cudaFreeAsync(p, 9) of a block allocated for stream 5: the block is
+ * stream 9's from its free on. */
+Test(reuse, a_free_on_another_stream_makes_the_block_that_streams) {
+  fx_open(1 * GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t a = fx_alloc_on(BIG, 5, 7);
+  cr_assert(eq(int, cp_free_on_stream(F.pool, a, 9, 7, 0), 0));
+  cr_assert(ne(u64, fx_alloc_on(BIG, 5, 7), a), "the stream it was allocated for waits");
+  cr_assert(ne(u64, fx_alloc_on(BIG, 9, 8), a), "another key on the freeing stream waits");
+  cr_assert(eq(u64, fx_alloc_on(BIG, 9, 7), a), "the freeing stream with its key reuses at once");
+  cr_assert(eq(u64, fx_stats().num_immediate_reuse, 1));
+  cr_assert(eq(int, cp_free_on_stream(F.pool, a, 9, 7, 0), 0));
+  uint64_t mark = cp_sync_mark(F.pool);
+  cp_sync_stream(F.pool, mark, 5);
+  cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)BIG), "the old stream's sync covers nothing");
+  cp_sync_stream(F.pool, mark, 9);
+  cr_assert(eq(i64, fx_stats().pending_bytes.current, 0));
+  cr_assert(eq(u64, fx_alloc_on(BIG, 3, 0), a));
+  cr_assert(eq(int, cp_free_on_stream(F.pool, a + 512, 9, 7, 0), EINVAL));
+  cr_assert(eq(int, cp_free_on_stream(F.pool, 0x10, 9, 7, 0), ENOENT));
+  cr_assert(eq(u64, fx_stats().num_barriers, 0));
+  fx_close();
+}
+
+/* cudaFree of a block allocated for stream 5: its free is ordered on no
+ * stream, so a synchronisation of stream 5 no longer covers it. */
+Test(reuse, a_device_wide_free_leaves_the_blocks_stream) {
+  fx_open(1 * GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t a = fx_alloc_on(BIG, 5, 0);
+  cr_assert(eq(int, cp_free_on_stream(F.pool, a, CP_STREAM_DEVICE, 0, 0), 0));
+  uint64_t mark = cp_sync_mark(F.pool);
+  cp_sync_stream(F.pool, mark, 5);
+  cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)BIG));
+  cp_sync_device(F.pool, mark);
+  cr_assert(eq(i64, fx_stats().pending_bytes.current, 0));
+  fx_close();
+}
+
 Test(reuse, key_zero_free_is_not_reusable_by_key) {
   fx_open(1 * GiB);
   F.sim.barrier_enabled = false;
