@@ -78,6 +78,14 @@ static void hit_same_key(int i) {
   cp_free(pool, must_alloc(4096, 1), 1, 0);
 }
 
+/* The same through the thread's front cache: no pool lock (the shim's path). */
+static void hit_front(int i) {
+  (void)i;
+  uintptr_t p;
+  if (cp_front_alloc(pool, 4096, 0, 1, &p) != 0) abort();
+  cp_front_free(pool, p, 1, 0);
+}
+
 /* Same size, no key: every reuse needs a barrier (the simulated one is free). */
 static void hit_barrier(int i) {
   (void)i;
@@ -127,6 +135,7 @@ int main(int argc, char **argv) {
   only = argc > 1 ? argv[1] : NULL;
   open_pool();
   report("cache_hit", hit_same_key);
+  report("cache_hit_front", hit_front);
   report("cache_hit_barrier", hit_barrier);
   close_pool();
 

@@ -107,7 +107,7 @@ cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out)
   if (!dev || cp_capture_strict_active()) return CP_FORWARD;
   cp_pool_t *pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
-  int rc = cp_alloc(pool, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out);
+  int rc = cp_front_alloc(pool, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out);
   if (rc == 0) return CP_SERVED;
   if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
   cp_config_t cfg;
@@ -136,7 +136,7 @@ static int free_in_pools(uintptr_t p, bool keyed, unsigned flags) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
-    int rc = pool ? cp_free(pool, p, keyed ? cp_device_reuse_key(dev) : 0, flags) : ENOENT;
+    int rc = pool ? cp_front_free(pool, p, keyed ? cp_device_reuse_key(dev) : 0, flags) : ENOENT;
     if (rc != ENOENT) return rc;
   }
   return ENOENT;
