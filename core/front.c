@@ -164,6 +164,7 @@ static void spill(cp_pool_t *pool, cp_front_t *f, unsigned n) {
   for (unsigned i = n; i < f->n_free; i++) f->free_[i - n] = f->free_[i];
   f->n_free -= n;
   f->n_lent -= n;
+  cp_stats_refresh_derived(pool); /* a keyed free may have merged ready neighbours into pending */
 }
 
 /* Returns how many freed blocks went back. */
@@ -205,6 +206,26 @@ bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b) {
   }
   front_unlock(f);
   return live;
+}
+
+bool cp_front_holds_freed(cp_block_t *b) {
+  cp_front_t *f = b->lent;
+  front_lock(f);
+  bool freed = b->tc_free;
+  front_unlock(f);
+  return freed;
+}
+
+size_t cp_fronts_held(cp_pool_t *pool) {
+  size_t n = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (cp_front_t *f = pool->fronts; f; f = f->next) {
+    front_lock(f);
+    n += f->n_free;
+    front_unlock(f);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return n;
 }
 
 void cp_fronts_update_on(cp_pool_t *pool) {

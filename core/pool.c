@@ -394,7 +394,7 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
 /* The live block at addr: ACTIVE and not free in a thread cache. */
 static cp_block_t *find_live(cp_pool_t *pool, uintptr_t addr) {
   cp_block_t *b = find_active(pool, addr);
-  return b && b->lent && !cp_front_take_back(pool, b) ? NULL : b;
+  return b && b->lent && cp_front_holds_freed(b) ? NULL : b;
 }
 
 size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
@@ -428,7 +428,9 @@ bool cp_pool_holds(cp_pool_t *pool, uintptr_t addr) {
 
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
-  cp_block_t *b = find_live(pool, addr); /* no thread cache keeps it from now on */
+  cp_block_t *b = find_active(pool, addr);
+  /* Used on another stream: never reused by key, so no thread cache keeps it. */
+  if (b && b->lent && !cp_front_take_back(pool, b)) b = NULL;
   int rc = b ? 0 : ENOENT;
   if (b && stream != b->stream) {
     bool known = false;

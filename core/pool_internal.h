@@ -128,6 +128,10 @@ void cp_fronts_fold_all(cp_pool_t *pool);
 /* A block lent to a thread cache comes back to the pool: true if it was
  * live (now the pool's alone), false if the cache holds it freed. */
 bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b);
+/* Whether the thread cache lending b holds it freed. */
+bool cp_front_holds_freed(cp_block_t *b);
+/* Blocks every thread cache holds freed (for tests). Takes the pool lock. */
+size_t cp_fronts_held(cp_pool_t *pool);
 void cp_fronts_update_on(cp_pool_t *pool);
 /* The pool goes away: its caches are left to their threads, empty. */
 void cp_fronts_orphan(cp_pool_t *pool);

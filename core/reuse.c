@@ -195,13 +195,15 @@ void cp_pending_remove(cp_pool_t *pool, cp_block_t *b) {
   pending_account(pool, b, -1);
 }
 
+/* The rest is counted after b leaves: the pending peak never sees the
+ * bytes twice. */
 void cp_pending_split(cp_pool_t *pool, cp_block_t *b, cp_block_t *rest) {
   if (rest) {
     fifo_insert_after(pool, b, rest);
     keyed_insert(b->keyed, rest);
-    pending_account(pool, rest, +1);
   }
   cp_pending_remove(pool, b);
+  if (rest) pending_account(pool, rest, +1);
 }
 
 void cp_complete_upto(cp_pool_t *pool, uint64_t seq) {
