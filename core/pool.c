@@ -261,8 +261,11 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
     unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
     worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
   }
-  if (worth_a_barrier && (cp_try_barrier(pool) || (!b && cp_poll_fences(pool))))
+  if (worth_a_barrier) {
+    if (!cp_try_barrier(pool) && !b) cp_poll_fences(pool);
+    /* The barrier ran without the lock: what fits now is looked up again. */
     b = pick_cached(pool, sp, rsize, stream, key, immediate);
+  }
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);
   return b;
 }

@@ -18,7 +18,7 @@
  * thread when only ordered streams are live, else 0).
  *
  * Threads: every function takes the pool's mutex; the backend is called with
- * it held. cp_front_alloc/cp_front_free are the same calls through the
+ * it held, except for barriers, issued with it released (backend.h). cp_front_alloc/cp_front_free are the same calls through the
  * calling thread's front cache (front.c), which serves a keyed free and the
  * same thread's next allocation of that block without the mutex. */
 #ifndef CUDAPOOL_CORE_POOL_H

@@ -227,12 +227,20 @@ void cp_drop_fences(cp_pool_t *pool, bool release) {
   while (pool->fence_count) fence_pop(pool, release);
 }
 
+/* The backend's barrier runs without the pool lock (other threads go on
+ * meanwhile); it covers every block freed before it began, up to `mark`.
+ * Blocks freed while it ran wait for the next one. */
 bool cp_try_barrier(cp_pool_t *pool) {
-  if (!pool->be.barrier || pool->be.barrier(pool->be.ctx, pool->device) != 0) return false;
+  if (!pool->be.barrier) return false;
+  uint64_t mark = pool->free_seq;
+  pthread_mutex_unlock(&pool->lock);
+  int rc = pool->be.barrier(pool->be.ctx, pool->device);
+  pthread_mutex_lock(&pool->lock);
+  if (rc != 0) return false;
   pool->stats.num_barriers++;
-  cp_complete_upto(pool, pool->free_seq);
-  cp_drop_fences(pool, true);
-  pool->fenced_upto = pool->free_seq;
+  cp_complete_upto(pool, mark);
+  cp_retire_fences_upto(pool, mark);
+  if (pool->fenced_upto < mark) pool->fenced_upto = mark;
   return true;
 }
 
