@@ -49,7 +49,7 @@ enum { G_ALLOCATED, G_BLOCKS, G_REQUESTED, G_PENDING, G_CACHED, G_COUNT };
 
 typedef struct cp_front {
   atomic_flag busy;
-  cp_pool_t *pool; /* NULL once the pool is destroyed (under fronts_lock) */
+  cp_pool_t *pool;              /* NULL once the pool is destroyed (under fronts_lock) */
   struct cp_front *prev, *next; /* pool->fronts, under the pool lock */
   uint64_t stream, key;         /* of every block in free_ */
   unsigned n_free, n_lent;
@@ -140,7 +140,8 @@ static void fold(cp_pool_t *pool, cp_front_t *f) {
   cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,
                                       &s->pending_bytes, &s->cached_bytes};
   for (int g = 0; g < G_COUNT; g++) {
-    if (gauge[g]->current + f->delta_max[g] > gauge[g]->peak) gauge[g]->peak = gauge[g]->current + f->delta_max[g];
+    if (gauge[g]->current + f->delta_max[g] > gauge[g]->peak)
+      gauge[g]->peak = gauge[g]->current + f->delta_max[g];
     gauge[g]->current += f->delta[g];
     f->delta[g] = f->delta_max[g] = 0;
   }

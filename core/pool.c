@@ -278,7 +278,8 @@ static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
 }
 
 static bool over_limit(cp_pool_t *pool, size_t rsize) {
-  return pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit;
+  return pool->cfg.limit != CP_NO_LIMIT &&
+         (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit;
 }
 
 int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, cp_block_t **out) {

@@ -72,8 +72,8 @@ struct cp_pool {
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
   cp_fence_rec_t *fences;            /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
-  cp_block_t *spare; /* recycled block structs (via next) */
-  uint64_t uid;      /* never reused: tells a thread's cache of a destroyed pool from this one's */
+  cp_block_t *spare;       /* recycled block structs (via next) */
+  uint64_t uid;            /* never reused: tells a thread's cache of a destroyed pool from this one's */
   struct cp_front *fronts; /* the thread caches of this pool (front.c) */
   atomic_bool front_on;    /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;

@@ -28,7 +28,8 @@ typedef struct churn {
   _Atomic unsigned char shadow[CHURN_GRANULES];
   _Atomic uintptr_t handoff[CHURN_THREADS]; /* a block passed to the next thread to free */
   _Atomic int failures;
-  bool front; /* through the threads' front caches (cp_front_alloc/free), stats read and caches emptied meanwhile */
+  bool
+      front; /* through the threads' front caches (cp_front_alloc/free), stats read and caches emptied meanwhile */
 } churn_t;
 
 static churn_t churn_state;
@@ -49,7 +50,8 @@ static void churn_release(uintptr_t p, size_t size) {
 
 static void churn_free(uintptr_t p, uint64_t key) {
   churn_release(p, cp_block_size(churn_state.pool, p));
-  int rc = churn_state.front ? cp_front_free(churn_state.pool, p, key, 0) : cp_free(churn_state.pool, p, key, 0);
+  int rc =
+      churn_state.front ? cp_front_free(churn_state.pool, p, key, 0) : cp_free(churn_state.pool, p, key, 0);
   CHURN_CHECK(rc == 0, "cp_free failed with %d", rc);
 }
 

@@ -53,7 +53,7 @@ static cudapool_stats_t run_sequence(bool front) {
 
 Test(front, stats_equal_the_pool_alone_after_an_exact_sequence) {
   cudapool_stats_t plain = run_sequence(false), front = run_sequence(true);
-#define SAME_GAUGE(name, desc)                                         \
+#define SAME_GAUGE(name, desc)                                       \
   cr_expect(eq(i64, front.name.current, plain.name.current), #name); \
   cr_expect(eq(i64, front.name.peak, plain.name.peak), #name " peak");
   CUDAPOOL_GAUGES(SAME_GAUGE)

@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHURN_CHECK(cond, ...)                            \
-  do {                                                    \
-    if (!(cond)) {                                        \
+#define CHURN_CHECK(cond, ...)                          \
+  do {                                                  \
+    if (!(cond)) {                                      \
       fprintf(stderr, "core_front_tsan: " __VA_ARGS__); \
-      fprintf(stderr, "\n");                              \
+      fprintf(stderr, "\n");                            \
       printf("core_front_tsan: 0 passed, 1 failed\n");  \
-      exit(1);                                            \
-    }                                                     \
+      exit(1);                                          \
+    }                                                   \
   } while (0)
 #include "core_churn.h"
 
