@@ -1,6 +1,11 @@
 /* core_bench.c: the pool's own cost on the simulated device, no CUDA.
  * Prints one line per case, "CASE: N ns/pair", N the median over batches of
- * the nanoseconds per cp_alloc + cp_free pair. Run by `make bench`. */
+ * the nanoseconds per cp_alloc + cp_free pair (cache_hit_front: through the
+ * thread's front cache, the shim's path), then the threads cases,
+ * "threads_W n=T: X Mpairs/s (Y x one thread)": T threads each repeating a
+ * keyed pair of its own, through the front caches (W = front) or the pool
+ * lock alone (W = pool). Run by `make bench`. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +83,14 @@ static void hit_same_key(int i) {
   cp_free(pool, must_alloc(4096, 1), 1, 0);
 }
 
+/* The same through the thread's front cache: no pool lock (the shim's path). */
+static void hit_front(int i) {
+  (void)i;
+  uintptr_t p;
+  if (cp_front_alloc(pool, 4096, 0, 1, &p) != 0) abort();
+  cp_front_free(pool, p, 1, 0);
+}
+
 /* Same size, no key: every reuse needs a barrier (the simulated one is free). */
 static void hit_barrier(int i) {
   (void)i;
@@ -123,10 +136,68 @@ static void fill_free_blocks(int n) {
   free(holes);
 }
 
+#define THREAD_PAIRS 400000
+
+typedef struct thread_arg {
+  bool front;
+  uint64_t key;
+  pthread_barrier_t *start;
+} thread_arg_t;
+
+static void *thread_pairs(void *p) {
+  thread_arg_t *a = p;
+  pthread_barrier_wait(a->start);
+  for (int i = 0; i < THREAD_PAIRS; i++) {
+    uintptr_t x;
+    if (a->front) {
+      if (cp_front_alloc(pool, 4096, 0, a->key, &x) != 0) abort();
+      cp_front_free(pool, x, a->key, 0);
+    } else {
+      cp_free(pool, must_alloc(4096, a->key), a->key, 0);
+    }
+  }
+  return NULL;
+}
+
+/* Pairs per second over all threads, the best of three runs. */
+static double threads_rate(bool front, int n) {
+  double best = 0;
+  for (int run = 0; run < 3; run++) {
+    pthread_t t[16];
+    thread_arg_t args[16];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+      args[i] = (thread_arg_t){front, (uint64_t)i + 1, &start};
+      pthread_create(&t[i], NULL, thread_pairs, &args[i]);
+    }
+    pthread_barrier_wait(&start);
+    double t0 = now_ns();
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    double rate = (double)n * THREAD_PAIRS / ((now_ns() - t0) / 1e9);
+    pthread_barrier_destroy(&start);
+    if (rate > best) best = rate;
+  }
+  return best;
+}
+
+static void report_threads(bool front) {
+  const char *name = front ? "threads_front" : "threads_pool";
+  if (only && strncmp(only, "threads", 7) != 0) return;
+  double one = 0;
+  for (int n = 1; n <= 4; n *= 2) {
+    double rate = threads_rate(front, n);
+    if (n == 1) one = rate;
+    printf("%s n=%d: %.2f Mpairs/s (%.2f x one thread)\n", name, n, rate / 1e6, rate / one);
+    fflush(stdout);
+  }
+}
+
 int main(int argc, char **argv) {
   only = argc > 1 ? argv[1] : NULL;
   open_pool();
   report("cache_hit", hit_same_key);
+  report("cache_hit_front", hit_front);
   report("cache_hit_barrier", hit_barrier);
   close_pool();
 
@@ -143,6 +214,11 @@ int main(int argc, char **argv) {
   open_pool();
   fill_free_blocks(100000);
   report("lookup_100000_free", lookup);
+  close_pool();
+
+  open_pool();
+  report_threads(false);
+  report_threads(true);
   close_pool();
   return 0;
 }

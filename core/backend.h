@@ -25,8 +25,9 @@
  *   anything else = refused (the fence stays outstanding).
  * - fence_release: the pool is done with the fence (return it to a pool).
  *
- * The pool calls the backend with its own lock held; a backend must never
- * call back into the pool. */
+ * The pool calls the backend with its own lock held, except barrier, which
+ * it calls without (threads may issue barriers at once); a backend must
+ * never call back into the pool. */
 #ifndef CUDAPOOL_CORE_BACKEND_H
 #define CUDAPOOL_CORE_BACKEND_H
 

@@ -3,7 +3,8 @@
  * A segment is one backend allocation. It is tiled, in address order and
  * without gaps, by blocks linked through prev/next. Each block is in exactly
  * one state:
- *   ACTIVE   handed to the program; in the pool's pointer map.
+ *   ACTIVE   handed to the program, or lent to a thread cache (front.c),
+ *            which may hold it freed; in the pool's pointer map.
  *   READY    free and reusable by anyone; in its subpool's size bins.
  *   PENDING  freed, the device may still touch it; in the pending FIFO (free
  *            order) and, when it has a reuse key, in that key's size tree.
@@ -44,6 +45,10 @@ typedef struct cp_block {
   /* streams recorded with cp_record_stream, besides `stream` */
   uint64_t *recorded;
   uint32_t n_recorded, cap_recorded;
+  /* ACTIVE: the thread cache that lends it (front.c), set under the pool
+   * lock; tc_free, under that cache's own lock: freed into it. */
+  struct cp_front *lent;
+  bool tc_free;
   RB_ENTRY(cp_block) size_link; /* in bins (READY) or a keyed tree (PENDING) */
   UT_hash_handle hh;            /* pointer map (ACTIVE) */
 } cp_block_t;

@@ -60,6 +60,7 @@ static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {
 
 int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_flush_all(pool); /* what they hold freed is checked as pending blocks */
   tally_t t = {0};
   int rc = 0;
   size_t listed = 0;

@@ -76,6 +76,7 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   cp_bins_init(&pool->large.ready, cfg->round);
   cp_segments_init(pool);
   pool->stats.device = device;
+  cp_fronts_update_on(pool);
   /* uthash frees its table when the last entry goes and allocates it again
    * on the next add: with one live block (a cudaMalloc/cudaFree loop) that
    * is a malloc and a free per pair. A permanent entry at address 0, which
@@ -97,6 +98,7 @@ static void free_keyed(cp_subpool_t *sp) { CP_HASH_FREE_ALL(sp->keyed, cp_keyed_
 
 static void teardown(cp_pool_t *pool, bool give_back) {
   if (!pool) return;
+  cp_fronts_orphan(pool);
   cp_drop_fences(pool, give_back);
   HASH_CLEAR(hh, pool->active);
   while (pool->oldest) {
@@ -186,6 +188,11 @@ static bool should_split(const cp_config_t *cfg, const cp_block_t *b, size_t rsi
   return rest > cfg->large_split_remainder && b->size < cfg->max_split;
 }
 
+bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) {
+  return b->size >= rsize && b->segment->small == (rsize <= cfg->small_max) &&
+         fit_allowed(cfg, (cp_block_t *)b, rsize) && !should_split(cfg, b, rsize);
+}
+
 /* Cut `b` down to rsize; the rest keeps b's state (READY or PENDING). A
  * PENDING b is still in the FIFO and its keyed tree here, so the remainder
  * can take its place in the free order. Without memory for the remainder's
@@ -250,34 +257,41 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
     unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
     worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
   }
-  if (worth_a_barrier && (cp_try_barrier(pool) || (!b && cp_poll_fences(pool))))
+  if (worth_a_barrier) {
+    if (!cp_try_barrier(pool) && !b) cp_poll_fences(pool);
+    /* The barrier ran without the lock: what fits now is looked up again. */
     b = pick_cached(pool, sp, rsize, stream, key, immediate);
+  }
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);
   return b;
 }
 
-/* An allocation that cannot be served: counted, reported, unlocked. */
+/* An allocation that cannot be served: counted and reported. */
 static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
   pool->stats.num_ooms++;
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC_FAILED, 0, size, stream);
-  pthread_mutex_unlock(&pool->lock);
   return rc;
 }
 
-int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
-  if (size == 0) return EINVAL;
+static bool over_limit(cp_pool_t *pool, size_t rsize) {
+  return pool->cfg.limit != CP_NO_LIMIT &&
+         (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit;
+}
+
+int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, cp_block_t **out) {
   size_t rsize = cp_round_size(&pool->cfg, size);
   bool small = rsize && rsize <= pool->cfg.small_max;
-  pthread_mutex_lock(&pool->lock);
   /* A limit lowered at run time may leave more reserved than it allows:
-   * memory already cached is not handed out past it either. */
-  if (rsize == 0 || (pool->cfg.limit != CP_NO_LIMIT &&
-                     (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit))
-    return refuse(pool, size, stream, ENOMEM);
+   * memory already cached is not handed out past it either. Blocks the
+   * thread caches hold count as allocated until they are folded back. */
+  if (rsize && over_limit(pool, rsize)) cp_fronts_flush_all(pool);
+  if (rsize == 0 || over_limit(pool, rsize)) return refuse(pool, size, stream, ENOMEM);
   cp_subpool_t *sp = cp_subpool_of(pool, small);
   bool immediate = false, fresh = false;
   int grow_rc = 0;
   cp_block_t *b = find_cached(pool, sp, rsize, stream, key, &immediate);
+  /* Before reserving more, the blocks every thread cache holds go back. */
+  if (!b && cp_fronts_flush_all(pool)) b = find_cached(pool, sp, rsize, stream, key, &immediate);
   if (!b) {
     fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
     if (!fresh) {
@@ -296,7 +310,6 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
   if (rc) {
     cp_make_ready(pool, b);
     cp_stats_refresh_derived(pool);
-    pthread_mutex_unlock(&pool->lock);
     return rc;
   }
   if (fresh) {
@@ -306,10 +319,19 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
     if (immediate) pool->stats.num_immediate_reuse++;
   }
   cp_stats_refresh_derived(pool);
-  *out = b->addr;
+  *out = b;
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC, b->addr, size, stream);
-  pthread_mutex_unlock(&pool->lock);
   return 0;
+}
+
+int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+  if (size == 0) return EINVAL;
+  pthread_mutex_lock(&pool->lock);
+  cp_block_t *b = NULL;
+  int rc = cp_alloc_locked(pool, size, stream, key, &b);
+  if (rc == 0) *out = b->addr;
+  pthread_mutex_unlock(&pool->lock);
+  return rc;
 }
 
 static void trim_to_max_cached(cp_pool_t *pool) {
@@ -319,39 +341,58 @@ static void trim_to_max_cached(cp_pool_t *pool) {
 }
 
 /* After blocks went back: the derived stats, the cache cap, then unlock. */
-static void settle_and_unlock(cp_pool_t *pool) {
+void cp_settle_and_unlock(cp_pool_t *pool) {
   cp_stats_refresh_derived(pool);
   trim_to_max_cached(pool);
   pthread_mutex_unlock(&pool->lock);
 }
 
-/* restream: the stream the block is freed on becomes its stream (NULL: it
- * keeps the one it was allocated for). */
-static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                      unsigned flags) {
-  pthread_mutex_lock(&pool->lock);
-  cp_block_t *b = find_active(pool, addr);
-  if (!b) {
-    int rc = cp_segment_containing(pool, addr) ? EINVAL : ENOENT;
-    pthread_mutex_unlock(&pool->lock);
-    return rc;
-  }
-  if (restream) b->stream = *restream;
-  if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_FREE, addr, b->size, b->stream);
+/* `b` leaves the program: ACTIVE to PENDING (or READY when nothing can
+ * touch it). Stats are those of a free unless `counted` (a thread cache
+ * already counted it when the program freed it). */
+void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned flags, bool counted) {
   HASH_DEL(pool->active, b);
   pool->free_block_count++;
-  cp_stat_add(&pool->stats.allocated_bytes, -(int64_t)b->size);
-  cp_stat_add(&pool->stats.allocated_blocks, -1);
-  cp_stat_add(&pool->stats.requested_bytes, -(int64_t)b->requested);
-  pool->stats.num_free++;
+  if (counted) {
+    /* The thread cache's folded figures already call it pending. */
+    pool->stats.pending_bytes.current -= (int64_t)b->size;
+  } else {
+    cp_stat_add(&pool->stats.allocated_bytes, -(int64_t)b->size);
+    cp_stat_add(&pool->stats.allocated_blocks, -1);
+    cp_stat_add(&pool->stats.requested_bytes, -(int64_t)b->requested);
+    pool->stats.num_free++;
+  }
   if (pool->cfg.reuse == CP_REUSE_IMMEDIATE || (flags & CP_FREE_DEVICE_IDLE)) {
+    if (counted) pool->stats.pending_bytes.current += (int64_t)b->size;
     cp_make_ready(pool, b);
+    if (counted) pool->stats.pending_bytes.current -= (int64_t)b->size;
   } else {
     /* A block used on other streams too is ordered by nobody's own stream. */
     cp_pending_add(pool, b, b->n_recorded ? 0 : key);
   }
-  settle_and_unlock(pool);
+}
+
+/* restream: the stream the block is freed on becomes its stream (NULL: it
+ * keeps the one it was allocated for). */
+int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
+  cp_block_t *b = find_active(pool, addr);
+  if (b && b->lent && !cp_front_take_back(pool, b)) b = NULL; /* free in a thread cache: a second free */
+  if (!b) return cp_segment_containing(pool, addr) ? EINVAL : ENOENT;
+  if (restream) b->stream = *restream;
+  if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_FREE, addr, b->size, b->stream);
+  cp_release_active(pool, b, key, flags, false);
   return 0;
+}
+
+static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                      unsigned flags) {
+  pthread_mutex_lock(&pool->lock);
+  int rc = cp_free_locked(pool, addr, restream, key, flags);
+  if (rc == 0)
+    cp_settle_and_unlock(pool);
+  else
+    pthread_mutex_unlock(&pool->lock);
+  return rc;
 }
 
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
@@ -362,9 +403,15 @@ int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t
   return free_block(pool, addr, &stream, key, flags);
 }
 
+/* The live block at addr: ACTIVE and not free in a thread cache. */
+static cp_block_t *find_live(cp_pool_t *pool, uintptr_t addr) {
+  cp_block_t *b = find_active(pool, addr);
+  return b && b->lent && cp_front_holds_freed(b) ? NULL : b;
+}
+
 size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
   pthread_mutex_lock(&pool->lock);
-  cp_block_t *b = find_active(pool, addr);
+  cp_block_t *b = find_live(pool, addr);
   size_t size = b ? b->size : 0;
   pthread_mutex_unlock(&pool->lock);
   return size;
@@ -376,6 +423,8 @@ int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   cp_block_t *b = seg ? seg->first : NULL;
   while (b && addr - b->addr >= b->size) b = b->next;
   int rc = seg ? EINVAL : ENOENT;
+  /* A thread cache gives a live block back first: its `requested` is then the pool's to read. */
+  if (b && b->state == CP_BLOCK_ACTIVE && b->lent && !cp_front_take_back(pool, b)) b = NULL;
   if (b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested) {
     *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
     rc = 0;
@@ -387,6 +436,8 @@ int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_active(pool, addr);
+  /* Used on another stream: never reused by key, so no thread cache keeps it. */
+  if (b && b->lent && !cp_front_take_back(pool, b)) b = NULL;
   int rc = b ? 0 : ENOENT;
   if (b && stream != b->stream) {
     bool known = false;
@@ -409,6 +460,8 @@ int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
 
 uint64_t cp_sync_mark(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
+  /* What thread caches hold was freed before the mark: the sync covers it. */
+  cp_fronts_flush_all(pool);
   uint64_t mark = pool->free_seq;
   pthread_mutex_unlock(&pool->lock);
   return mark;
@@ -419,7 +472,7 @@ void cp_sync_device(cp_pool_t *pool, uint64_t mark) {
   pool->stats.num_sync_points++;
   cp_complete_upto(pool, mark);
   cp_retire_fences_upto(pool, mark);
-  settle_and_unlock(pool);
+  cp_settle_and_unlock(pool);
 }
 
 void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
@@ -434,7 +487,7 @@ void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
     }
     b = next;
   }
-  settle_and_unlock(pool);
+  cp_settle_and_unlock(pool);
 }
 
 void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {
@@ -446,8 +499,10 @@ void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool lega
 
 void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_flush_all(pool);
   pool->observer = fn;
   pool->observer_ctx = ctx;
+  cp_fronts_update_on(pool);
   pthread_mutex_unlock(&pool->lock);
 }
 
@@ -460,6 +515,7 @@ static size_t empty_cache_locked(cp_pool_t *pool) {
 
 size_t cp_empty_cache(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_flush_all(pool);
   size_t released = empty_cache_locked(pool);
   pthread_mutex_unlock(&pool->lock);
   return released;
@@ -467,6 +523,7 @@ size_t cp_empty_cache(cp_pool_t *pool) {
 
 size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_flush_all(pool);
   size_t released = cp_release_free_segments(pool, target_cached);
   pthread_mutex_unlock(&pool->lock);
   return released;
@@ -474,6 +531,7 @@ size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
 
 void cp_set_limit(cp_pool_t *pool, size_t limit) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_flush_all(pool);
   pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
   if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit)
     empty_cache_locked(pool);

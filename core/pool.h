@@ -20,7 +20,10 @@
  * stream's work in order).
  *
  * Threads: every function takes the pool's mutex; the backend is called with
- * it held. */
+ * it held, except for barriers, issued with it released (backend.h).
+ * cp_front_alloc/cp_front_free are the same calls through the
+ * calling thread's front cache (front.c), which serves a keyed free and the
+ * same thread's next allocation of that block without the mutex. */
 #ifndef CUDAPOOL_CORE_POOL_H
 #define CUDAPOOL_CORE_POOL_H
 
@@ -104,6 +107,17 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
  * key), and cp_sync_stream(stream) completes it. Same codes as cp_free. */
 int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
 
+/* cp_alloc, cp_free and cp_free_on_stream through this thread's cache of the pool (front.c):
+ * the same results and stats (read through cp_get_stats), and a block freed
+ * with a key comes back to the same (stream, key) without the pool lock.
+ * A pool with an observer or CP_REUSE_IMMEDIATE serves them through the
+ * pool alone. */
+int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out);
+int cp_front_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
+int cp_front_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
+/* Give back what this thread's cache of the pool holds freed. */
+void cp_front_flush(cp_pool_t *pool);
+
 /* What the pool reports to an observer (the shim's trace recorder), called
  * with the pool lock held: a block's free is seen before anyone can be
  * handed it again, whatever the threads. `size` is the request for ALLOC and
@@ -154,7 +168,8 @@ size_t cp_trim(cp_pool_t *pool, size_t target_cached);
 void cp_set_limit(cp_pool_t *pool, size_t limit);
 void cp_get_config(cp_pool_t *pool, cp_config_t *out);
 
-/* Fill *out (size/version/device are set here). */
+/* Fill *out (size/version/device are set here). Thread caches are flushed
+ * first, so the figures are those of the pool without them. */
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);
 void cp_reset_peak(cp_pool_t *pool);
 

@@ -10,6 +10,7 @@
 #define CUDAPOOL_CORE_POOL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -71,7 +72,10 @@ struct cp_pool {
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
   cp_fence_rec_t *fences;            /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
-  cp_block_t *spare; /* recycled block structs (via next) */
+  cp_block_t *spare;       /* recycled block structs (via next) */
+  uint64_t uid;            /* never reused: tells a thread's cache of a destroyed pool from this one's */
+  struct cp_front *fronts; /* the thread caches of this pool (front.c) */
+  atomic_bool front_on;    /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
 };
@@ -105,6 +109,32 @@ void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq);
 /* Pending blocks of the subpool that (stream, key) may not take at once. */
 size_t cp_pending_not_usable(cp_subpool_t *sp, uint64_t stream, uint64_t key);
 cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size);
+
+/* pool.c, with the lock held */
+int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, cp_block_t **out);
+int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags);
+void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned flags, bool counted);
+void cp_settle_and_unlock(cp_pool_t *pool);
+/* Whether the pool would hand `b` out whole for a request of rsize bytes
+ * (same subpool, allowed by max_split, no split). */
+bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize);
+
+/* thread caches (front.c), with the pool lock held */
+/* Fold every cache's figures into the stats and give back every block they
+ * hold freed; true if any was given back. */
+bool cp_fronts_flush_all(cp_pool_t *pool);
+/* Fold every cache's figures into the stats (peaks exact for one thread). */
+void cp_fronts_fold_all(cp_pool_t *pool);
+/* A block lent to a thread cache comes back to the pool: true if it was
+ * live (now the pool's alone), false if the cache holds it freed. */
+bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b);
+/* Whether the thread cache lending b holds it freed. */
+bool cp_front_holds_freed(cp_block_t *b);
+/* Blocks every thread cache holds freed (for tests). Takes the pool lock. */
+size_t cp_fronts_held(cp_pool_t *pool);
+void cp_fronts_update_on(cp_pool_t *pool);
+/* The pool goes away: its caches are left to their threads, empty. */
+void cp_fronts_orphan(cp_pool_t *pool);
 
 /* stats (stats.c) */
 void cp_stat_add(cudapool_gauge_t *g, int64_t delta);

@@ -181,13 +181,15 @@ void cp_pending_remove(cp_pool_t *pool, cp_block_t *b) {
   pending_account(pool, b, -1);
 }
 
+/* The rest is counted after b leaves: the pending peak never sees the
+ * bytes twice. */
 void cp_pending_split(cp_pool_t *pool, cp_block_t *b, cp_block_t *rest) {
   if (rest) {
     fifo_insert_after(pool, b, rest);
     keyed_insert(b->keyed, rest);
-    pending_account(pool, rest, +1);
   }
   cp_pending_remove(pool, b);
+  if (rest) pending_account(pool, rest, +1);
 }
 
 void cp_complete_upto(cp_pool_t *pool, uint64_t seq) {
@@ -211,12 +213,20 @@ void cp_drop_fences(cp_pool_t *pool, bool release) {
   while (pool->fence_count) fence_pop(pool, release);
 }
 
+/* The backend's barrier runs without the pool lock (other threads go on
+ * meanwhile); it covers every block freed before it began, up to `mark`.
+ * Blocks freed while it ran wait for the next one. */
 bool cp_try_barrier(cp_pool_t *pool) {
-  if (!pool->be.barrier || pool->be.barrier(pool->be.ctx, pool->device) != 0) return false;
+  if (!pool->be.barrier) return false;
+  uint64_t mark = pool->free_seq;
+  pthread_mutex_unlock(&pool->lock);
+  int rc = pool->be.barrier(pool->be.ctx, pool->device);
+  pthread_mutex_lock(&pool->lock);
+  if (rc != 0) return false;
   pool->stats.num_barriers++;
-  cp_complete_upto(pool, pool->free_seq);
-  cp_drop_fences(pool, true);
-  pool->fenced_upto = pool->free_seq;
+  cp_complete_upto(pool, mark);
+  cp_retire_fences_upto(pool, mark);
+  if (pool->fenced_upto < mark) pool->fenced_upto = mark;
   return true;
 }
 

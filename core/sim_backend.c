@@ -173,11 +173,12 @@ static void sim_free(void *ctx, int device, uintptr_t addr, size_t size) {
 static int sim_barrier(void *ctx, int device) {
   (void)device;
   cp_sim_t *sim = ctx;
-  if (!sim->barrier_enabled) {
-    sim->refused_barriers++;
+  /* Called without the pool lock (backend.h): threads may barrier at once. */
+  if (!__atomic_load_n(&sim->barrier_enabled, __ATOMIC_RELAXED)) {
+    __atomic_fetch_add(&sim->refused_barriers, 1, __ATOMIC_RELAXED);
     return -1;
   }
-  sim->barriers++;
+  __atomic_fetch_add(&sim->barriers, 1, __ATOMIC_RELAXED);
   return 0;
 }
 

@@ -27,6 +27,7 @@ static size_t largest_ready(cp_pool_t *pool) {
 
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_flush_all(pool);
   *out = pool->stats;
   out->size = sizeof *out;
   out->version = CUDAPOOL_STATS_VERSION;
@@ -39,6 +40,7 @@ void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out) {
 
 void cp_reset_peak(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
+  cp_fronts_fold_all(pool);
 #define RESET_PEAK(name, desc) pool->stats.name.peak = pool->stats.name.current;
   CUDAPOOL_GAUGES(RESET_PEAK)
 #undef RESET_PEAK

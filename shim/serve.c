@@ -114,7 +114,7 @@ cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t st
   if (!dev || cp_capture_strict_active()) return CP_FORWARD;
   cp_pool_t *pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
-  int rc = cp_alloc(pool, size, stream, key, out);
+  int rc = cp_front_alloc(pool, size, stream, key, out);
   if (rc == 0) return CP_SERVED;
   if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
   cp_config_t cfg;
@@ -146,7 +146,7 @@ static int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
     uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
-    int rc = pool ? cp_free_on_stream(pool, p, stream, key, flags) : ENOENT;
+    int rc = pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
     if (rc != ENOENT) return rc;
   }
   return ENOENT;

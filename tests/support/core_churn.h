@@ -28,6 +28,8 @@ typedef struct churn {
   _Atomic unsigned char shadow[CHURN_GRANULES];
   _Atomic uintptr_t handoff[CHURN_THREADS]; /* a block passed to the next thread to free */
   _Atomic int failures;
+  bool
+      front; /* through the threads' front caches (cp_front_alloc/free), stats read and caches emptied meanwhile */
 } churn_t;
 
 static churn_t churn_state;
@@ -48,7 +50,8 @@ static void churn_release(uintptr_t p, size_t size) {
 
 static void churn_free(uintptr_t p, uint64_t key) {
   churn_release(p, cp_block_size(churn_state.pool, p));
-  int rc = cp_free(churn_state.pool, p, key, 0);
+  int rc =
+      churn_state.front ? cp_front_free(churn_state.pool, p, key, 0) : cp_free(churn_state.pool, p, key, 0);
   CHURN_CHECK(rc == 0, "cp_free failed with %d", rc);
 }
 
@@ -70,11 +73,18 @@ static void *churn_thread(void *arg) {
     } else {
       size_t size = rng % 5 == 0 ? ((size_t)1 << 20) + rng % (3u << 20) : 1 + rng % (64u << 10);
       uintptr_t p;
-      if (cp_alloc(churn_state.pool, size, (uint64_t)id, key, &p) != 0) continue;
+      int rc = churn_state.front ? cp_front_alloc(churn_state.pool, size, (uint64_t)id, key, &p)
+                                 : cp_alloc(churn_state.pool, size, (uint64_t)id, key, &p);
+      if (rc != 0) continue;
       churn_claim(p, cp_block_size(churn_state.pool, p));
       live[slot] = p;
     }
     if (rng % 1024 == 0) cp_sync_device(churn_state.pool, cp_sync_mark(churn_state.pool));
+    if (churn_state.front && id == 0 && rng % 512 == 1) {
+      cudapool_stats_t s;
+      cp_get_stats(churn_state.pool, &s); /* flushes every thread's cache */
+    }
+    if (churn_state.front && id == 1 && rng % 2048 == 2) cp_empty_cache(churn_state.pool);
   }
   for (int s = 0; s < 16; s++)
     if (live[s]) churn_free(live[s], key);
@@ -83,7 +93,8 @@ static void *churn_thread(void *arg) {
 
 /* Runs the churn on a fresh pool; returns the pool (the caller checks it
  * and calls churn_close). */
-static cp_pool_t *churn_run(void) {
+static cp_pool_t *churn_run(bool front) {
+  churn_state.front = front;
   cp_config_t cfg;
   cp_config_default(&cfg);
   cp_sim_init(&churn_state.sim, CHURN_SPACE);

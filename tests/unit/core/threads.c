@@ -9,7 +9,7 @@
 #include "core_churn.h"
 
 Test(threads, eight_threads_never_share_a_granule, .timeout = 300) {
-  cp_pool_t *pool = churn_run();
+  cp_pool_t *pool = churn_run(false);
   cudapool_stats_t s;
   cp_get_stats(pool, &s);
   cr_assert(eq(i64, s.allocated_bytes.current, 0));

@@ -17,7 +17,7 @@
 #include "core_churn.h"
 
 int main(void) {
-  cp_pool_t *pool = churn_run();
+  cp_pool_t *pool = churn_run(false);
   cudapool_stats_t s;
   cp_get_stats(pool, &s);
   char why[256] = "";

@@ -1,0 +1,453 @@
+/* front.c: the per-thread front cache of a pool (cp_front_alloc/free).
+ *
+ * What it owns. Each thread has, per pool it used, a cp_front_t: blocks the
+ * pool LENT it (ACTIVE in the pool, block->lent == the cache) are either
+ * live in the program (in the cache's address table) or freed into it (in
+ * `free_`, tc_free set). A free of a live lent block and the allocation of
+ * a freed one take no pool lock, only the cache's own lock, which another
+ * thread takes only to flush it or take a block back (rarely).
+ *
+ * Reuse rule: the cache holds only blocks freed with a non-zero reuse key,
+ * all with its own (stream, key); it hands one out again only to an
+ * allocation with that same (stream, key), and only a block the pool itself
+ * would hand out whole for that request. That is the pool's rule for keyed
+ * pending blocks (pool.h: the caller's own submission order protects that
+ * reuse), so the cache never hands out what the pool would not. Blocks freed
+ * without a key, with flags, or used on other streams (cp_record_stream)
+ * never enter it. Everything else goes to the pool.
+ *
+ * Flushes (freed blocks go back to the pool as keyed pending blocks, which
+ * keeps the key's right to them): the thread's own next pool allocation;
+ * half of it when `free_` is full; every cache before the pool reserves a
+ * new segment, on a limit refusal, on empty_cache, trim, set_limit, a sync
+ * mark, a stats read or check, a new observer; the thread's exit.
+ *
+ * Stats stay exact: a cache counts what its fast paths did as deltas of the
+ * gauges (with the highest each reached since the last fold) and counters;
+ * a fold (pool lock + cache lock) adds them to the pool's stats, the peak
+ * from current + the highest delta. The owner folds before each of its pool
+ * operations, so for one thread the peaks are exactly those of the pool
+ * without a cache; with threads a peak is bounded by the sum of theirs.
+ *
+ * Locking: pool lock, then a cache's lock (a spin flag: held for pointer
+ * work only). `fronts_lock` (a thread leaving, a pool destroyed) comes
+ * before both. block->lent is written under the pool lock; tc_free,
+ * requested and the cache's fields under the cache lock. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "pool_internal.h"
+
+#define FREE_MAX 32                /* freed blocks a cache holds before it spills half */
+#define TABLE_SLOTS 256            /* address table (live lent blocks), a power of two */
+#define LENT_MAX (TABLE_SLOTS / 2) /* lent blocks, live or freed: keeps probes short */
+#define TLS_FRONTS 8               /* pools one thread caches for */
+
+enum { G_ALLOCATED, G_BLOCKS, G_REQUESTED, G_PENDING, G_CACHED, G_COUNT };
+
+typedef struct cp_front {
+  atomic_flag busy;
+  cp_pool_t *pool;              /* NULL once the pool is destroyed (under fronts_lock) */
+  struct cp_front *prev, *next; /* pool->fronts, under the pool lock */
+  uint64_t stream, key;         /* of every block in free_ */
+  unsigned n_free, n_lent;
+  cp_block_t *free_[FREE_MAX];
+  struct {
+    uintptr_t addr;
+    cp_block_t *block;
+  } slot[TABLE_SLOTS];
+  int64_t delta[G_COUNT], delta_max[G_COUNT];
+  uint64_t n_alloc, n_freed; /* fast allocations (all hits by key) and frees since the last fold */
+} cp_front_t;
+
+typedef struct tls_front {
+  cp_pool_t *pool;
+  uint64_t uid;
+  cp_front_t *front;
+} tls_front_t;
+
+static __thread __attribute__((tls_model("initial-exec"))) tls_front_t my_fronts[TLS_FRONTS];
+static pthread_mutex_t fronts_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t next_uid = 1;
+
+static void front_lock(cp_front_t *f) {
+  while (atomic_flag_test_and_set_explicit(&f->busy, memory_order_acquire)) sched_yield();
+}
+
+static void front_unlock(cp_front_t *f) { atomic_flag_clear_explicit(&f->busy, memory_order_release); }
+
+/* ---- the address table: linear probing, backward-shift deletion ------------------ */
+
+static unsigned home(uintptr_t addr) {
+  return (unsigned)(((uint64_t)(addr >> 9) * 0x9e3779b97f4a7c15ull) >> 56) & (TABLE_SLOTS - 1);
+}
+
+static int table_find(const cp_front_t *f, uintptr_t addr) {
+  for (unsigned i = home(addr);; i = (i + 1) & (TABLE_SLOTS - 1)) {
+    if (f->slot[i].addr == addr) return (int)i;
+    if (!f->slot[i].addr) return -1;
+  }
+}
+
+/* There is always room: n_lent <= LENT_MAX. */
+static void table_insert(cp_front_t *f, cp_block_t *b) {
+  unsigned i = home(b->addr);
+  while (f->slot[i].addr) i = (i + 1) & (TABLE_SLOTS - 1);
+  f->slot[i].addr = b->addr;
+  f->slot[i].block = b;
+}
+
+static void table_remove_at(cp_front_t *f, unsigned i) {
+  for (unsigned j = i;;) {
+    f->slot[i].addr = 0;
+    for (;;) {
+      j = (j + 1) & (TABLE_SLOTS - 1);
+      if (!f->slot[j].addr) return;
+      unsigned k = home(f->slot[j].addr);
+      /* The entry at j may stay unless its home lies cyclically outside (i, j]. */
+      bool stays = i < j ? (k > i && k <= j) : (k > i || k <= j);
+      if (!stays) break;
+    }
+    f->slot[i] = f->slot[j];
+    i = j;
+  }
+}
+
+/* ---- figures ---------------------------------------------------------------------- */
+
+static void delta_add(cp_front_t *f, int g, int64_t v) {
+  f->delta[g] += v;
+  if (f->delta[g] > f->delta_max[g]) f->delta_max[g] = f->delta[g];
+}
+
+/* sign +1: the program freed b into the cache; -1: it got b back. */
+static void count_move(cp_front_t *f, const cp_block_t *b, int sign) {
+  int64_t size = (int64_t)b->size;
+  delta_add(f, G_ALLOCATED, -sign * size);
+  delta_add(f, G_BLOCKS, -sign);
+  delta_add(f, G_REQUESTED, -sign * (int64_t)b->requested);
+  delta_add(f, G_PENDING, sign * size);
+  delta_add(f, G_CACHED, sign * size);
+}
+
+/* Pool lock and cache lock held. */
+static void fold(cp_pool_t *pool, cp_front_t *f) {
+  cudapool_stats_t *s = &pool->stats;
+  cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,
+                                      &s->pending_bytes, &s->cached_bytes};
+  for (int g = 0; g < G_COUNT; g++) {
+    if (gauge[g]->current + f->delta_max[g] > gauge[g]->peak)
+      gauge[g]->peak = gauge[g]->current + f->delta_max[g];
+    gauge[g]->current += f->delta[g];
+    f->delta[g] = f->delta_max[g] = 0;
+  }
+  s->num_alloc += f->n_alloc;
+  s->hits += f->n_alloc;
+  s->num_immediate_reuse += f->n_alloc;
+  s->num_free += f->n_freed;
+  f->n_alloc = f->n_freed = 0;
+  cp_stats_refresh_derived(pool);
+}
+
+/* The first n freed blocks go back to the pool as keyed pending blocks.
+ * Pool lock and cache lock held, figures folded. */
+static void spill(cp_pool_t *pool, cp_front_t *f, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    cp_block_t *b = f->free_[i];
+    b->lent = NULL;
+    b->tc_free = false;
+    cp_release_active(pool, b, f->key, 0, true);
+  }
+  for (unsigned i = n; i < f->n_free; i++) f->free_[i - n] = f->free_[i];
+  f->n_free -= n;
+  f->n_lent -= n;
+  cp_stats_refresh_derived(pool); /* a keyed free may have merged ready neighbours into pending */
+}
+
+/* Returns how many freed blocks went back. */
+static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
+  front_lock(f);
+  fold(pool, f);
+  unsigned n = f->n_free;
+  spill(pool, f, n);
+  front_unlock(f);
+  return n;
+}
+
+/* ---- with the pool lock held (pool_internal.h) ------------------------------------ */
+
+bool cp_fronts_flush_all(cp_pool_t *pool) {
+  bool any = false;
+  for (cp_front_t *f = pool->fronts; f; f = f->next) any |= flush(pool, f) > 0;
+  return any;
+}
+
+void cp_fronts_fold_all(cp_pool_t *pool) {
+  for (cp_front_t *f = pool->fronts; f; f = f->next) {
+    front_lock(f);
+    fold(pool, f);
+    front_unlock(f);
+  }
+}
+
+bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b) {
+  (void)pool;
+  cp_front_t *f = b->lent;
+  front_lock(f);
+  bool live = !b->tc_free;
+  if (live) {
+    int i = table_find(f, b->addr);
+    if (i >= 0) table_remove_at(f, (unsigned)i);
+    f->n_lent--;
+    b->lent = NULL;
+  }
+  front_unlock(f);
+  return live;
+}
+
+bool cp_front_holds_freed(cp_block_t *b) {
+  cp_front_t *f = b->lent;
+  front_lock(f);
+  bool freed = b->tc_free;
+  front_unlock(f);
+  return freed;
+}
+
+size_t cp_fronts_held(cp_pool_t *pool) {
+  size_t n = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (cp_front_t *f = pool->fronts; f; f = f->next) {
+    front_lock(f);
+    n += f->n_free;
+    front_unlock(f);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return n;
+}
+
+void cp_fronts_update_on(cp_pool_t *pool) {
+  if (!pool->uid) pool->uid = atomic_fetch_add(&next_uid, 1);
+  atomic_store(&pool->front_on, pool->observer == NULL && pool->cfg.reuse == CP_REUSE_DEFERRED);
+}
+
+void cp_fronts_orphan(cp_pool_t *pool) {
+  pthread_mutex_lock(&fronts_lock);
+  for (cp_front_t *f = pool->fronts; f; f = f->next) {
+    front_lock(f);
+    f->pool = NULL; /* its thread frees it */
+    front_unlock(f);
+  }
+  pool->fronts = NULL;
+  pthread_mutex_unlock(&fronts_lock);
+}
+
+/* ---- the thread's caches ---------------------------------------------------------- */
+
+/* Pool lock held: the cache leaves the pool; live blocks become the pool's alone. */
+static void detach(cp_pool_t *pool, cp_front_t *f) {
+  front_lock(f);
+  fold(pool, f);
+  spill(pool, f, f->n_free);
+  for (unsigned i = 0; i < TABLE_SLOTS; i++)
+    if (f->slot[i].addr) f->slot[i].block->lent = NULL;
+  front_unlock(f);
+  if (f->prev)
+    f->prev->next = f->next;
+  else
+    pool->fronts = f->next;
+  if (f->next) f->next->prev = f->prev;
+}
+
+static void thread_exit(void *unused) {
+  (void)unused;
+  for (int i = 0; i < TLS_FRONTS; i++) {
+    cp_front_t *f = my_fronts[i].front;
+    if (!f) continue;
+    pthread_mutex_lock(&fronts_lock);
+    cp_pool_t *pool = f->pool;
+    if (pool) {
+      pthread_mutex_lock(&pool->lock);
+      detach(pool, f);
+      cp_settle_and_unlock(pool);
+    }
+    pthread_mutex_unlock(&fronts_lock);
+    free(f);
+    my_fronts[i] = (tls_front_t){0};
+  }
+}
+
+static void exit_key_init(void) { pthread_key_create(&exit_key, thread_exit); }
+
+/* This thread's cache of the pool, or NULL. A cache left over from a
+ * destroyed pool at the same address is freed here. */
+static cp_front_t *front_find(cp_pool_t *pool) {
+  for (int i = 0; i < TLS_FRONTS; i++) {
+    if (my_fronts[i].pool != pool) continue;
+    if (my_fronts[i].uid == pool->uid) return my_fronts[i].front;
+    free(my_fronts[i].front); /* orphaned: its pool is gone */
+    my_fronts[i] = (tls_front_t){0};
+  }
+  return NULL;
+}
+
+/* Pool lock held. NULL when the thread caches too many pools or no memory. */
+static cp_front_t *front_create(cp_pool_t *pool) {
+  for (int i = 0; i < TLS_FRONTS; i++) {
+    if (my_fronts[i].front) continue;
+    pthread_once(&exit_once, exit_key_init);
+    cp_front_t *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    atomic_flag_clear(&f->busy);
+    f->pool = pool;
+    f->next = pool->fronts;
+    if (f->next) f->next->prev = f;
+    pool->fronts = f;
+    my_fronts[i] = (tls_front_t){pool, pool->uid, f};
+    pthread_setspecific(exit_key, f);
+    return f;
+  }
+  return NULL;
+}
+
+/* The smallest freed block the pool would hand out whole for rsize. */
+static int best_whole(cp_pool_t *pool, const cp_front_t *f, size_t rsize) {
+  int best = -1;
+  for (unsigned i = 0; i < f->n_free; i++) {
+    const cp_block_t *b = f->free_[i];
+    if (!cp_serves_whole(&pool->cfg, b, rsize)) continue;
+    const cp_block_t *o = best >= 0 ? f->free_[best] : NULL;
+    if (!o || b->size < o->size || (b->size == o->size && b->addr < o->addr)) best = (int)i;
+  }
+  return best;
+}
+
+static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stream, uint64_t key,
+                      uintptr_t *out) {
+  pthread_mutex_lock(&pool->lock);
+  bool lend = key && atomic_load_explicit(&pool->front_on, memory_order_relaxed);
+  if (!f && lend) f = front_create(pool);
+  if (f) {
+    /* What the cache holds goes back first: the pool's best fit sees it. */
+    front_lock(f);
+    fold(pool, f);
+    spill(pool, f, f->n_free);
+    f->stream = stream;
+    f->key = key;
+    front_unlock(f);
+  }
+  cp_block_t *b = NULL;
+  int rc = cp_alloc_locked(pool, size, stream, key, &b);
+  if (rc == 0) {
+    *out = b->addr;
+    if (f && lend && f->n_lent < LENT_MAX) {
+      front_lock(f);
+      table_insert(f, b);
+      f->n_lent++;
+      b->lent = f;
+      b->tc_free = false;
+      front_unlock(f);
+    }
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return rc;
+}
+
+int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+  if (size == 0) return EINVAL;
+  cp_front_t *f = front_find(pool);
+  size_t rsize = cp_round_size(&pool->cfg, size);
+  if (f && key && rsize) {
+    front_lock(f);
+    if (f->key == key && f->stream == stream && f->n_free) {
+      int i = best_whole(pool, f, rsize);
+      if (i >= 0) {
+        cp_block_t *b = f->free_[i];
+        f->free_[i] = f->free_[--f->n_free];
+        b->tc_free = false;
+        b->requested = size;
+        table_insert(f, b);
+        count_move(f, b, -1);
+        f->n_alloc++;
+        front_unlock(f);
+        *out = b->addr;
+        return 0;
+      }
+    }
+    front_unlock(f);
+  }
+  return alloc_slow(pool, f, size, stream, key, out);
+}
+
+/* Half the freed blocks go back to the pool: the cache is full. */
+static void spill_half(cp_pool_t *pool, cp_front_t *f) {
+  pthread_mutex_lock(&pool->lock);
+  front_lock(f);
+  fold(pool, f);
+  spill(pool, f, f->n_free / 2);
+  front_unlock(f);
+  cp_settle_and_unlock(pool);
+}
+
+static int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                     unsigned flags) {
+  pthread_mutex_lock(&pool->lock);
+  if (f) {
+    front_lock(f);
+    fold(pool, f);
+    front_unlock(f);
+  }
+  int rc = cp_free_locked(pool, addr, restream, key, flags);
+  if (rc == 0)
+    cp_settle_and_unlock(pool);
+  else
+    pthread_mutex_unlock(&pool->lock);
+  return rc;
+}
+
+/* restream as cp_free_locked's: a block that changes stream takes the slow path. */
+static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                      unsigned flags) {
+  cp_front_t *f = front_find(pool);
+  if (!f || !key || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed))
+    return free_slow(pool, f, addr, restream, key, flags);
+  for (;;) {
+    front_lock(f);
+    int i = table_find(f, addr);
+    cp_block_t *b = i >= 0 ? f->slot[i].block : NULL;
+    if (!b || key != f->key || b->stream != f->stream) {
+      front_unlock(f);
+      return free_slow(pool, f, addr, restream, key, flags);
+    }
+    if (f->n_free < FREE_MAX) {
+      table_remove_at(f, (unsigned)i);
+      b->tc_free = true;
+      f->free_[f->n_free++] = b;
+      count_move(f, b, +1);
+      f->n_freed++;
+      front_unlock(f);
+      return 0;
+    }
+    front_unlock(f);
+    spill_half(pool, f);
+  }
+}
+
+int cp_front_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
+  return front_free(pool, addr, NULL, key, flags);
+}
+
+int cp_front_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
+  return front_free(pool, addr, &stream, key, flags);
+}
+
+void cp_front_flush(cp_pool_t *pool) {
+  cp_front_t *f = front_find(pool);
+  if (!f) return;
+  pthread_mutex_lock(&pool->lock);
+  flush(pool, f);
+  cp_settle_and_unlock(pool);
+}

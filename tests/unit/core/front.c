@@ -1,0 +1,329 @@
+/* front.c: the per-thread front cache (core/front.c) on the simulated
+ * device: exact stats against the pool alone, every flush trigger, blocks
+ * freed or taken back by other threads, the reuse rule kept. */
+#include <pthread.h>
+#include <sched.h>
+
+#include "pool_internal.h" /* cp_fronts_held; first: it sets uthash's hash function */
+#include "core_fixture.h"
+
+#define CHURN_CHECK(cond, ...)          \
+  do {                                  \
+    if (!(cond)) cr_fatal(__VA_ARGS__); \
+  } while (0)
+#include "core_churn.h"
+
+static uintptr_t fr_alloc(size_t size, uint64_t key) {
+  uintptr_t p = 0;
+  int rc = cp_front_alloc(F.pool, size, CP_STREAM_DEVICE, key, &p);
+  cr_assert(eq(int, rc, 0), "cp_front_alloc(%zu) failed with %d", size, rc);
+  return p;
+}
+
+static void fr_free(uintptr_t p, uint64_t key) { cr_assert(eq(int, cp_front_free(F.pool, p, key, 0), 0)); }
+
+static size_t held(void) { return cp_fronts_held(F.pool); }
+
+/* One sequence through cp_alloc/cp_free or through the front cache. */
+static cudapool_stats_t run_sequence(bool front) {
+  fx_open(GiB);
+  uintptr_t p[6];
+#define A(i, size) p[i] = front ? fr_alloc(size, 1) : fx_alloc_on(size, CP_STREAM_DEVICE, 1)
+#define R(i) (front ? fr_free(p[i], 1) : fx_free(p[i], 1))
+  A(0, 4096);
+  R(0);
+  A(0, 4096); /* the same block again, by key */
+  A(1, 1 << 20);
+  A(2, 3 << 20);
+  R(2);
+  A(3, 3 << 20);
+  R(1);
+  A(4, 5000);
+  R(0);
+  R(3);
+  A(5, 12 << 20);
+  R(4);
+  R(5);
+#undef A
+#undef R
+  cudapool_stats_t s = fx_stats();
+  fx_close();
+  return s;
+}
+
+Test(front, stats_equal_the_pool_alone_after_an_exact_sequence) {
+  cudapool_stats_t plain = run_sequence(false), front = run_sequence(true);
+#define SAME_GAUGE(name, desc)                                       \
+  cr_expect(eq(i64, front.name.current, plain.name.current), #name); \
+  cr_expect(eq(i64, front.name.peak, plain.name.peak), #name " peak");
+  CUDAPOOL_GAUGES(SAME_GAUGE)
+#undef SAME_GAUGE
+#define SAME_COUNTER(name, desc) cr_expect(eq(u64, front.name, plain.name), #name);
+  CUDAPOOL_COUNTERS(SAME_COUNTER)
+#undef SAME_COUNTER
+  cr_expect(eq(u64, front.blocks, plain.blocks));
+  cr_expect(eq(u64, front.free_blocks, plain.free_blocks));
+  cr_assert(eq(u64, front.num_immediate_reuse, 3));
+}
+
+Test(front, a_keyed_pair_is_served_without_the_pool) {
+  fx_open(GiB);
+  uintptr_t p = fr_alloc(4096, 1);
+  fr_free(p, 1);
+  cr_assert(eq(sz, held(), 1));
+  cr_assert(eq(u64, fr_alloc(4000, 1), p), "the thread's own freed block, whole");
+  cr_assert(eq(sz, held(), 0));
+  fr_free(p, 1);
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_alloc, 2));
+  cr_assert(eq(u64, s.num_free, 2));
+  cr_assert(eq(u64, s.hits, 1));
+  cr_assert(eq(u64, s.misses, 1));
+  cr_assert(eq(u64, s.num_immediate_reuse, 1));
+  cr_assert(eq(i64, s.allocated_bytes.current, 0));
+  cr_assert(eq(i64, s.allocated_bytes.peak, 4096));
+  cr_assert(eq(i64, s.requested_bytes.peak, 4096));
+  cr_assert(eq(i64, s.pending_bytes.current, 4096));
+  cr_assert(eq(u64, F.sim.barriers, 0));
+  fx_close();
+}
+
+Test(front, another_key_gets_the_block_only_after_a_barrier) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t p = fr_alloc(2 << 20, 1); /* fills a 2 MiB small segment */
+  fr_free(p, 1);
+  uintptr_t q = fr_alloc(1 << 20, 2);
+  cr_assert(not(eq(u64, q, p)), "key 2 may not take key 1's block without a barrier");
+  fr_free(q, 2);
+  F.sim.barrier_enabled = true;
+  uintptr_t r = fr_alloc(2 << 20, 3);
+  cr_assert(eq(u64, r, p), "after a barrier anyone may");
+  cr_assert(eq(u64, F.sim.barriers, 1));
+  fr_free(r, 3);
+  fx_close();
+}
+
+Test(front, a_larger_block_is_reused_only_whole) {
+  fx_open(GiB);
+  uintptr_t p = fr_alloc(64 << 10, 1);
+  fr_free(p, 1);
+  uintptr_t q = fr_alloc(4096, 1); /* the pool would split the 64 KiB block: not from the cache */
+  cr_assert(eq(sz, held(), 0), "the thread's next pool allocation flushed its cache");
+  cr_assert(eq(u64, q, p), "the pool split the same block for its key");
+  cr_assert(eq(sz, cp_block_size(F.pool, q), 4096));
+  fr_free(q, 1);
+  fx_close();
+}
+
+/* ---- every flush trigger ---------------------------------------------------------- */
+
+static uintptr_t one_held(void) {
+  uintptr_t p = fr_alloc(4096, 1);
+  fr_free(p, 1);
+  cr_assert(eq(sz, held(), 1));
+  return p;
+}
+
+Test(front, flushed_by_empty_cache) {
+  fx_open(GiB);
+  one_held();
+  cr_assert(eq(sz, cp_empty_cache(F.pool), 2 << 20), "the whole segment went back");
+  cr_assert(eq(sz, held(), 0));
+  fx_close();
+}
+
+Test(front, flushed_by_trim) {
+  fx_open(GiB);
+  one_held();
+  cp_trim(F.pool, 0);
+  cr_assert(eq(sz, held(), 0));
+  fx_close();
+}
+
+Test(front, flushed_by_a_limit_change) {
+  fx_open(GiB);
+  one_held();
+  cp_set_limit(F.pool, 64 << 20);
+  cr_assert(eq(sz, held(), 0));
+  fx_close();
+}
+
+Test(front, flushed_by_a_sync_mark_so_the_sync_covers_it) {
+  fx_open(GiB);
+  one_held();
+  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  cr_assert(eq(sz, held(), 0));
+  cr_assert(eq(i64, fx_stats().pending_bytes.current, 0), "the sync made it ready");
+  fx_close();
+}
+
+Test(front, flushed_by_a_stats_read_and_a_check) {
+  fx_open(GiB);
+  one_held();
+  fx_stats();
+  cr_assert(eq(sz, held(), 0));
+  one_held();
+  fx_check();
+  cr_assert(eq(sz, held(), 0));
+  fx_close();
+}
+
+Test(front, flushed_by_an_observer_which_turns_it_off) {
+  fx_open(GiB);
+  one_held();
+  cp_pool_set_observer(F.pool, NULL, NULL);
+  cr_assert(eq(sz, held(), 0));
+  fx_close();
+}
+
+static void observe_nothing(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream) {
+  (void)what, (void)addr, (void)size, (void)stream;
+  (*(int *)ctx)++;
+}
+
+Test(front, an_observer_sees_every_event) {
+  fx_open(GiB);
+  int seen = 0;
+  cp_pool_set_observer(F.pool, observe_nothing, &seen);
+  uintptr_t p = fr_alloc(4096, 1);
+  fr_free(p, 1);
+  cr_assert(eq(sz, held(), 0), "nothing is cached while observed");
+  fr_free(fr_alloc(4096, 1), 1);
+  cr_assert(eq(int, seen, 4));
+  fx_close();
+}
+
+Test(front, flushed_when_the_budget_is_spent) {
+  fx_open(GiB);
+  uintptr_t p[40];
+  for (int i = 0; i < 40; i++) p[i] = fr_alloc(4096, 1);
+  for (int i = 0; i < 33; i++) fr_free(p[i], 1);
+  cr_assert(eq(sz, held(), 17), "32 held, half went back, then one more");
+  for (int i = 33; i < 40; i++) fr_free(p[i], 1);
+  fx_close();
+}
+
+static void *hold_one_and_exit(void *arg) {
+  uintptr_t *p = arg;
+  *p = fr_alloc(4096, 7);
+  fr_free(*p, 7);
+  return NULL;
+}
+
+Test(front, flushed_on_thread_exit) {
+  fx_open(GiB);
+  uintptr_t p = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, hold_one_and_exit, &p);
+  pthread_join(t, NULL);
+  cr_assert(eq(sz, held(), 0));
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_free, 1));
+  cr_assert(eq(i64, s.pending_bytes.current, 4096), "pending for its key, as the pool would keep it");
+  fx_close();
+}
+
+static void *hold_one(void *arg) {
+  uintptr_t *p = arg;
+  p[0] = fr_alloc(2 << 20, 7); /* a whole small segment */
+  fr_free(p[0], 7);
+  while (!__atomic_load_n(&p[1], __ATOMIC_ACQUIRE)) sched_yield(); /* stay alive until told */
+  return NULL;
+}
+
+Test(front, flushed_before_the_pool_grows_and_before_running_out) {
+  fx_open(2 << 20); /* room for one small segment */
+  uintptr_t shared[2] = {0, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, hold_one, shared);
+  while (!cp_fronts_held(F.pool)) sched_yield();
+  /* Another key needs memory: the other thread's block goes back, a barrier makes it ready. */
+  uintptr_t q = fr_alloc(2 << 20, 1);
+  cr_assert(eq(u64, q, __atomic_load_n(&shared[0], __ATOMIC_ACQUIRE)));
+  cr_assert(eq(sz, held(), 0));
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_ooms, 0));
+  cr_assert(eq(u64, s.num_device_alloc, 1));
+  __atomic_store_n(&shared[1], 1, __ATOMIC_RELEASE);
+  pthread_join(t, NULL);
+  fr_free(q, 1);
+  fx_close();
+}
+
+/* ---- other threads' frees ----------------------------------------------------------- */
+
+static void *free_it(void *arg) {
+  uintptr_t *p = arg;
+  p[1] = (uintptr_t)cp_front_free(F.pool, p[0], 9, 0);
+  return NULL;
+}
+
+Test(front, another_thread_frees_a_lent_block_and_a_second_free_fails) {
+  fx_open(GiB);
+  uintptr_t arg[2] = {fr_alloc(4096, 1), 99};
+  pthread_t t;
+  pthread_create(&t, NULL, free_it, arg);
+  pthread_join(t, NULL);
+  cr_assert(eq(u64, arg[1], 0));
+  cr_assert(eq(int, cp_front_free(F.pool, arg[0], 1, 0), EINVAL), "the owner's second free fails");
+  cr_assert(eq(sz, held(), 0));
+  fx_close();
+}
+
+Test(front, a_block_held_freed_is_no_live_block) {
+  fx_open(GiB);
+  uintptr_t p = one_held();
+  cr_assert(eq(sz, cp_block_size(F.pool, p), 0));
+  cp_block_info_t info;
+  cr_assert(eq(int, cp_block_find(F.pool, p, &info), EINVAL), "inside a segment, no live block");
+  cr_assert(eq(int, cp_record_stream(F.pool, p, 5), ENOENT));
+  uintptr_t arg[2] = {p, 99};
+  pthread_t t;
+  pthread_create(&t, NULL, free_it, arg);
+  pthread_join(t, NULL);
+  cr_assert(eq(u64, arg[1], EINVAL), "another thread's second free fails");
+  cr_assert(eq(int, cp_front_free(F.pool, p + 512, 1, 0), EINVAL), "an interior pointer fails");
+  cr_assert(eq(int, cp_front_free(F.pool, 0x10, 1, 0), ENOENT), "a foreign pointer is not the pool's");
+  fx_close();
+}
+
+Test(front, a_block_used_on_another_stream_is_never_cached) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t p = fr_alloc(4096, 1);
+  cr_assert(eq(int, cp_record_stream(F.pool, p, 5), 0));
+  fr_free(p, 1);
+  cr_assert(eq(sz, held(), 0));
+  cr_assert(not(eq(u64, fr_alloc(4096, 1), p)), "not even for its own key");
+  fx_close();
+}
+
+Test(front, stream_and_key_must_match) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t p = one_held();
+  uintptr_t q = 0;
+  cr_assert(eq(int, cp_front_alloc(F.pool, 4096, 3, 1, &q), 0));
+  cr_assert(not(eq(u64, q, p)), "another stream waits for a barrier");
+  uintptr_t r = fr_alloc(4096, 0);
+  cr_assert(not(eq(u64, r, p)), "no key: never the keyed block");
+  fx_close();
+}
+
+/* ---- random sequences with threads ---------------------------------------------------- */
+
+Test(front, eight_threads_through_their_caches_never_share_a_granule, .timeout = 300) {
+  cp_pool_t *pool = churn_run(true);
+  cudapool_stats_t s;
+  cp_get_stats(pool, &s);
+  cr_assert(eq(i64, s.allocated_bytes.current, 0));
+  cr_assert(eq(u64, s.num_alloc, s.num_free));
+  cr_assert(gt(u64, s.num_immediate_reuse, 0));
+  char why[256] = "";
+  cr_assert(eq(int, cp_pool_check(pool, why, sizeof why), 0), "%s", why);
+  churn_close();
+}
