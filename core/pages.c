@@ -64,7 +64,7 @@ static size_t unmap_range(cp_pool_t *pool, cp_segment_t *seg, size_t first, size
       continue;
     }
     size_t stop = run_end(seg, i, end, true);
-    size_t most = (want - released + pool->page - 1) / pool->page;
+    size_t left = want - released, most = left / pool->page + (left % pool->page != 0);
     if (stop - i > most) stop = i + most;
     unmap_run(pool, seg, i, stop);
     released += (stop - i) * pool->page;

@@ -81,7 +81,17 @@ CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
   X(cuEventDestroy_v2, true)          \
   X(cuStreamWaitEvent, true)          \
   X(cuStreamQuery, false)             \
-  X(cuStreamIsCapturing, false)
+  X(cuStreamIsCapturing, false)       \
+  X(cuDeviceGetAttribute, false)      \
+  X(cuDeviceCanAccessPeer, false)     \
+  X(cuMemGetAllocationGranularity, false) \
+  X(cuMemAddressReserve, false)       \
+  X(cuMemAddressFree, false)          \
+  X(cuMemCreate, false)               \
+  X(cuMemRelease, false)              \
+  X(cuMemMap, false)                  \
+  X(cuMemUnmap, false)                \
+  X(cuMemSetAccess, false)
 
 typedef struct cp_drv {
 #define CP_DRV_FIELD(name) __typeof__(name) *name;
