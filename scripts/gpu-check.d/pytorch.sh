@@ -1,6 +1,7 @@
 # pytorch.sh: the pytorch section (mode pytorch, part of all): the
 # bench/pytorch workloads with PyTorch's caching allocator, with caching off,
-# and with caching off under the shim; summary.py compares them.
+# with caching off under the shim, and under the shim with expandable
+# segments (CUDAPOOL_EXPANDABLE=1); summary.py compares them.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
 
@@ -19,13 +20,16 @@ section_pytorch() {
       gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
       *) cmd=(bench/pytorch/cnn_train.py --model "$wl") ;;
     esac
-    for alloc in caching off cudapool; do
+    for alloc in caching off cudapool expandable; do
       envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
       case "$alloc" in
         off) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
         cudapool)
           shim_built || { record FAIL "torch $wl cudapool run" "no shim"; continue; }
           envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}") ;;
+        expandable)
+          shim_built || { record FAIL "torch $wl expandable run" "no shim"; continue; }
+          envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_EXPANDABLE=1) ;;
       esac
       jf=$WORK/torch-$wl-$alloc.json
       run "$wl $alloc" 150 "$jf.raw" "${envs[@]}" python3 "${cmd[@]}"
