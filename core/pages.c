@@ -115,6 +115,15 @@ static bool room_under_limit(cp_pool_t *pool, const cp_block_t *b, size_t need) 
   return (size_t)pool->stats.reserved_bytes.current + need <= pool->cfg.limit;
 }
 
+bool cp_pages_mapped(const cp_pool_t *pool, const cp_block_t *b, size_t size) {
+  const cp_segment_t *seg = b->segment;
+  if (!seg->expandable) return true;
+  size_t first = page_index(pool, seg, b->addr), end = page_index(pool, seg, b->addr + size - 1) + 1;
+  for (size_t i = first; i < end; i++)
+    if (!is_mapped(seg, i)) return false;
+  return true;
+}
+
 int cp_pages_claim(cp_pool_t *pool, cp_block_t *b, size_t size, bool *mapped) {
   cp_segment_t *seg = b->segment;
   size_t first = page_index(pool, seg, b->addr), end = page_index(pool, seg, b->addr + size - 1) + 1;

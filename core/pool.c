@@ -280,14 +280,18 @@ static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t
  * about 50 barriers a training step (one event record each without
  * non-blocking streams); asking at every split would double that, waiting
  * for 8 already costs memory. A barrier that must reach many streams costs
- * more, and is asked for proportionally less often. Fences are polled only
+ * more, and is asked for proportionally less often. In an expandable
+ * segment a fit whose pages are not all mapped is a new segment in all but
+ * name: a barrier is asked for as when nothing fits. Fences are polled only
  * when nothing fits. */
 static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
                                bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
   size_t waiting = cp_pending_not_usable(sp, stream, key);
   bool worth_a_barrier = waiting > 0;
-  if (b && worth_a_barrier) {
+  /* Mapping new pages is growing: pending blocks may serve instead. */
+  if (b && worth_a_barrier && !cp_pages_mapped(pool, b, rsize)) {
+  } else if (b && worth_a_barrier) {
     unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
     worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
   }

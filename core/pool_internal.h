@@ -98,6 +98,9 @@ void cp_segments_init(cp_pool_t *pool);
  * an expandable segment), within the limit; *mapped says whether any was.
  * 0, ENOMEM (the limit, or the device is full) or the backend's error. */
 int cp_pages_claim(cp_pool_t *pool, cp_block_t *b, size_t size, bool *mapped);
+/* Whether the pages of [b->addr, b->addr+size) are all mapped (true for an
+ * ordinary segment). */
+bool cp_pages_mapped(const cp_pool_t *pool, const cp_block_t *b, size_t size);
 /* Unmap mapped pages that READY blocks cover whole and that no device work
  * can touch any more, until `want` bytes are unmapped (SIZE_MAX: all);
  * never the pages of `keep`. Returns the bytes unmapped. */
