@@ -28,9 +28,11 @@ static bool page_mapped(const cp_pool_t *pool, const cp_segment_t *seg, uintptr_
 /* Every page of a live block mapped; the bitmap adds up to mapped_bytes. */
 static int check_pages(cp_pool_t *pool, cp_segment_t *seg, char *why, size_t n) {
   size_t pages = 0;
-  for (uintptr_t a = seg->base; a < seg->base + seg->size; a += pool->page) pages += page_mapped(pool, seg, a);
+  for (uintptr_t a = seg->base; a < seg->base + seg->size; a += pool->page)
+    pages += page_mapped(pool, seg, a);
   if (pages * pool->page != seg->mapped_bytes)
-    return fail(why, n, "segment %#lx: %zu pages mapped, %zu bytes counted", seg->base, pages, seg->mapped_bytes);
+    return fail(why, n, "segment %#lx: %zu pages mapped, %zu bytes counted", seg->base, pages,
+                seg->mapped_bytes);
   for (const cp_block_t *b = seg->first; b; b = b->next) {
     if (b->state != CP_BLOCK_ACTIVE) continue;
     for (uintptr_t a = b->addr - (b->addr - seg->base) % pool->page; a < b->addr + b->size; a += pool->page)

@@ -288,8 +288,8 @@ static bool retire_fences(cp_pool_t *pool, bool wait) {
 }
 
 bool cp_fence_everything(cp_pool_t *pool) {
-  if (pool->fence_count && pool->fences[(pool->fence_head + pool->fence_count - 1) % pool->fence_cap].covers >=
-                               pool->free_seq)
+  if (pool->fence_count &&
+      pool->fences[(pool->fence_head + pool->fence_count - 1) % pool->fence_cap].covers >= pool->free_seq)
     return true;
   cp_fence_t fence;
   if (!pool->be.fence_record || pool->be.fence_record(pool->be.ctx, pool->device, &fence) != 0) return false;

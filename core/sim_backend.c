@@ -264,7 +264,8 @@ static bool page_is_mapped(cp_sim_t *sim, uintptr_t addr) {
 }
 
 static bool pages_valid(cp_sim_t *sim, uintptr_t addr, size_t size, bool mapped) {
-  if (!sim->vmm_page || addr % sim->vmm_page || size % sim->vmm_page || !size || !reservation_of(sim, addr, size))
+  if (!sim->vmm_page || addr % sim->vmm_page || size % sim->vmm_page || !size ||
+      !reservation_of(sim, addr, size))
     return false;
   for (uintptr_t a = addr; a < addr + size; a += sim->vmm_page)
     if (page_is_mapped(sim, a) != mapped) return false;

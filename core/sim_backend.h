@@ -59,11 +59,11 @@ typedef struct cp_sim {
   /* expandable segments */
   size_t vmm_page; /* page size; 0 = the device cannot (the pool falls back) */
   uint64_t reserves, unreserves, maps, unmaps, pages_mapped, pages_unmapped, bad_maps;
-  size_t mapped;     /* bytes in mapped pages now (part of used) */
+  size_t mapped; /* bytes in mapped pages now (part of used) */
   size_t peak_mapped;
   /* live allocations and free address ranges (internal) */
-  cp_sim_range_t *live;  /* uthash by address */
-  cp_sim_range_t *holes; /* sorted list of free ranges */
+  cp_sim_range_t *live;         /* uthash by address */
+  cp_sim_range_t *holes;        /* sorted list of free ranges */
   cp_sim_range_t *reservations; /* uthash by address */
   cp_sim_range_t *pages;        /* uthash by address: mapped pages */
 } cp_sim_t;

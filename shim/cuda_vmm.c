@@ -89,7 +89,8 @@ static int access_list(int device, CUmemAccessDesc *desc, int cap) {
   desc[n++].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   for (int d = 0; d < count && n < cap && cp_drv.cuDeviceCanAccessPeer; d++) {
     int can = 0;
-    if (d == device || cp_drv.cuDeviceCanAccessPeer(&can, (CUdevice)d, (CUdevice)device) != CUDA_SUCCESS || !can)
+    if (d == device || cp_drv.cuDeviceCanAccessPeer(&can, (CUdevice)d, (CUdevice)device) != CUDA_SUCCESS ||
+        !can)
       continue;
     desc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     desc[n].location.id = d;

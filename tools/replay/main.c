@@ -167,8 +167,9 @@ static const struct option cli_opts[] = {
 static void build_longopts(struct option *lo, bool in_compare) {
   size_t n = 0;
   for (size_t k = 0; k < NPOPTS; k++)
-    lo[n++] = (struct option){popts[k].name, popts[k].kind == EXPANDABLE ? optional_argument : required_argument,
-                              NULL, O_POOL + (int)k};
+    lo[n++] =
+        (struct option){popts[k].name, popts[k].kind == EXPANDABLE ? optional_argument : required_argument,
+                        NULL, O_POOL + (int)k};
   for (size_t k = 0; !in_compare && k < NCLI; k++) lo[n++] = cli_opts[k];
   lo[n] = (struct option){NULL, 0, NULL, 0};
 }

@@ -66,7 +66,8 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
   ENTER();
   if (!fk.initialized) return fk_leave(CUDA_ERROR_NOT_INITIALIZED);
   if (!pi || dev < 0 || dev >= fk.ndev) return fk_leave(CUDA_ERROR_INVALID_VALUE);
-  if (attrib != CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) return fk_leave(CUDA_ERROR_NOT_SUPPORTED);
+  if (attrib != CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)
+    return fk_leave(CUDA_ERROR_NOT_SUPPORTED);
   *pi = !vmm_off();
   return fk_leave(CUDA_SUCCESS);
 }
@@ -74,7 +75,8 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) {
   ENTER();
   if (!fk.initialized) return fk_leave(CUDA_ERROR_NOT_INITIALIZED);
-  if (!can || dev < 0 || dev >= fk.ndev || peer < 0 || peer >= fk.ndev) return fk_leave(CUDA_ERROR_INVALID_DEVICE);
+  if (!can || dev < 0 || dev >= fk.ndev || peer < 0 || peer >= fk.ndev)
+    return fk_leave(CUDA_ERROR_INVALID_DEVICE);
   *can = dev != peer;
   return fk_leave(CUDA_SUCCESS);
 }

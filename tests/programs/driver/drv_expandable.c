@@ -22,7 +22,8 @@ static int check(CUdeviceptr p, size_t n, unsigned char v) {
 }
 
 static void vmm_info(const char *tag) {
-  void (*stats)(int, size_t *, int *, long *) = (void (*)(int, size_t *, int *, long *))drv_hook("fakecu_vmm_stats");
+  void (*stats)(int, size_t *, int *, long *) =
+      (void (*)(int, size_t *, int *, long *))drv_hook("fakecu_vmm_stats");
   size_t mapped = 0;
   int reservations = -1;
   long errors = -1;
@@ -44,7 +45,8 @@ int main(void) {
   if (D.getProc("cuIpcGetMemHandle", (void **)&ipc, 4010, 0, NULL) || !ipc) return 3;
   CUdeviceptr a = 0, b = 0, c = 0, d = 0;
   int rc = D.cuMemAlloc_v2(&a, 4 * MiB) | D.cuMemAlloc_v2(&b, 8 * MiB) | D.cuMemAlloc_v2(&c, 6 * MiB);
-  rc |= D.cuMemsetD8_v2(a, 0xa1, 4 * MiB) | D.cuMemsetD8_v2(b, 0xb2, 8 * MiB) | D.cuMemsetD8_v2(c, 0xc3, 6 * MiB);
+  rc |= D.cuMemsetD8_v2(a, 0xa1, 4 * MiB) | D.cuMemsetD8_v2(b, 0xb2, 8 * MiB) |
+        D.cuMemsetD8_v2(c, 0xc3, 6 * MiB);
   printf("alloc: rc=%d a=%d b=%d c=%d\n", rc, check(a, 4 * MiB, 0xa1), check(b, 8 * MiB, 0xb2),
          check(c, 6 * MiB, 0xc3));
   vmm_info("three");

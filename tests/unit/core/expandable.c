@@ -225,7 +225,8 @@ Test(expandable, invariants_hold_under_random_sequences) {
     unsigned slot = rng % 64, what = (rng >> 8) % 100;
     F.sim.barrier_enabled = (rng >> 20) % 4 != 0;
     if (what < 55 && !live[slot]) {
-      size_t size = (rng >> 24) % 2 ? (size_t)((rng >> 30) % (40 * MiB)) + 1 : (size_t)((rng >> 30) % MiB) + 1;
+      size_t size =
+          (rng >> 24) % 2 ? (size_t)((rng >> 30) % (40 * MiB)) + 1 : (size_t)((rng >> 30) % MiB) + 1;
       uintptr_t p;
       if (cp_alloc(F.pool, size, 0, (rng >> 40) % 3, &p) == 0) live[slot] = p;
     } else if (what < 90 && live[slot]) {
