@@ -24,6 +24,18 @@
  * - fence_wait: block the host until the fence has completed; 0 = waited,
  *   anything else = refused (the fence stays outstanding).
  * - fence_release: the pool is done with the fence (return it to a pool).
+ * Expandable segments (optional: page_size NULL, or returning 0, = not
+ * supported on this device, and the pool uses ordinary segments):
+ * - page_size: the mapping granularity in bytes (a power of two).
+ * - reserve: reserve `size` bytes of virtual address space (no memory).
+ *   0 or an errno.
+ * - unreserve: give back a whole earlier reservation, no page of it mapped.
+ * - map: back [addr, addr+size), whole pages of a reservation, none of them
+ *   mapped, with device memory, one physical allocation per page, readable
+ *   and writable by the device. All or nothing: 0, ENOMEM or EIO.
+ * - unmap: unmap [addr, addr+size), whole mapped pages, and free their
+ *   memory. The pool calls it only for pages that no device work can still
+ *   touch (completed, not merely ordered by a barrier): it need not wait.
  *
  * The pool calls the backend with its own lock held, except barrier, which
  * it calls without (threads may issue barriers at once); a backend must
@@ -46,6 +58,11 @@ typedef struct cp_backend {
   int (*fence_query)(void *ctx, int device, cp_fence_t fence);
   int (*fence_wait)(void *ctx, int device, cp_fence_t fence);
   void (*fence_release)(void *ctx, int device, cp_fence_t fence);
+  size_t (*page_size)(void *ctx, int device);
+  int (*reserve)(void *ctx, int device, size_t size, uintptr_t *out);
+  void (*unreserve)(void *ctx, int device, uintptr_t addr, size_t size);
+  int (*map)(void *ctx, int device, uintptr_t addr, size_t size);
+  void (*unmap)(void *ctx, int device, uintptr_t addr, size_t size);
 } cp_backend_t;
 
 #endif

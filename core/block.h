@@ -10,7 +10,12 @@
  *            order) and, when it has a reuse key, in that key's size tree.
  * Invariants: two READY blocks are never address neighbours (they coalesce);
  * every block size is a multiple of the pool's rounding; a segment is
- * released only when one READY block covers it whole. */
+ * released only when one READY block covers it whole.
+ *
+ * An expandable segment (pages.c) is a reserved virtual range whose pages
+ * are mapped on demand: every page an ACTIVE block touches is mapped; a
+ * page is unmapped only while a READY block covers it whole and the device
+ * work of every free that block holds has completed (done_seq). */
 #ifndef CUDAPOOL_CORE_BLOCK_H
 #define CUDAPOOL_CORE_BLOCK_H
 
@@ -40,6 +45,10 @@ typedef struct cp_block {
   size_t requested; /* ACTIVE: bytes the program asked for */
   /* PENDING */
   uint64_t free_seq; /* position in the pool's free order */
+  /* READY: the newest free whose device work may still touch these bytes
+   * (0: none); its pages may be unmapped once the pool's completed_seq
+   * reaches it */
+  uint64_t done_seq;
   struct cp_block *fifo_prev, *fifo_next;
   struct cp_keyed *keyed; /* the reuse-key tree holding it, or NULL */
   /* streams recorded with cp_record_stream, besides `stream` */
@@ -61,6 +70,9 @@ typedef struct cp_segment {
   uintptr_t base;
   size_t size;
   bool small;                       /* belongs to the small pool */
+  bool expandable;                  /* a reserved range mapped page by page */
+  uint64_t *mapped;                 /* expandable: bit i = page i mapped */
+  size_t mapped_bytes;              /* expandable: what counts as reserved */
   cp_block_t *first;                /* lowest-address block */
   struct cp_segment *older, *newer; /* creation order, for trimming */
   RB_ENTRY(cp_segment) addr_link;

@@ -8,6 +8,28 @@ typedef struct tally {
   size_t allocated, requested, pending_bytes, reserved, segments;
 } tally_t;
 
+static bool page_mapped(const cp_pool_t *pool, const cp_segment_t *seg, uintptr_t addr) {
+  size_t i = (size_t)(addr - seg->base) / pool->page;
+  return (seg->mapped[i / 64] >> (i % 64)) & 1u;
+}
+
+/* Every page of a live block mapped; the bitmap adds up to mapped_bytes. */
+static int check_pages(cp_pool_t *pool, cp_segment_t *seg, char *why, size_t n) {
+  size_t pages = 0;
+  for (uintptr_t a = seg->base; a < seg->base + seg->size; a += pool->page)
+    pages += page_mapped(pool, seg, a);
+  if (pages * pool->page != seg->mapped_bytes)
+    return cp_fail_msg(why, n, "segment %#lx: %zu pages mapped, %zu bytes counted", seg->base, pages,
+                       seg->mapped_bytes);
+  for (const cp_block_t *b = seg->first; b; b = b->next) {
+    if (b->state != CP_BLOCK_ACTIVE) continue;
+    for (uintptr_t a = b->addr - (b->addr - seg->base) % pool->page; a < b->addr + b->size; a += pool->page)
+      if (!page_mapped(pool, seg, a))
+        return cp_fail_msg(why, n, "block %#lx: page %#lx not mapped", b->addr, a);
+  }
+  return 0;
+}
+
 static int check_segment(cp_pool_t *pool, cp_segment_t *seg, tally_t *t, char *why, size_t n) {
   uintptr_t at = seg->base;
   const cp_block_t *prev = NULL;
@@ -40,9 +62,9 @@ static int check_segment(cp_pool_t *pool, cp_segment_t *seg, tally_t *t, char *w
   if (at != seg->base + seg->size)
     return cp_fail_msg(why, n, "segment %#lx: blocks cover %zu of %zu bytes", seg->base, at - seg->base,
                        seg->size);
-  t->reserved += seg->size;
+  t->reserved += seg->expandable ? seg->mapped_bytes : seg->size;
   t->segments++;
-  return 0;
+  return seg->expandable ? check_pages(pool, seg, why, n) : 0;
 }
 
 static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {

@@ -35,6 +35,8 @@ void cp_config_default(cp_config_t *cfg) {
       .limit = CP_NO_LIMIT,
       .max_cached = CP_NO_LIMIT,
       .reuse = CP_REUSE_DEFERRED,
+      .expandable = false,
+      .expandable_size = 0,
   };
 }
 
@@ -72,6 +74,19 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   pool->device = device;
   pool->cfg = *cfg;
   pool->be = *backend;
+  /* Expandable segments need the whole page interface; without it (or a
+   * page the rounding does not divide) the pool uses ordinary segments. */
+  size_t page = cfg->expandable && backend->page_size && backend->reserve && backend->unreserve &&
+                        backend->map && backend->unmap
+                    ? backend->page_size(backend->ctx, device)
+                    : 0;
+  if (page && is_pow2(page) && page >= cfg->round) {
+    pool->page = page;
+    size_t va = cfg->expandable_size ? cfg->expandable_size : (size_t)64 << 30;
+    pool->cfg.expandable_size = va > SIZE_MAX - page ? va : (va + page - 1) & ~(page - 1);
+  } else {
+    pool->cfg.expandable = false;
+  }
   cp_bins_init(&pool->small.ready, cfg->round);
   cp_bins_init(&pool->large.ready, cfg->round);
   cp_segments_init(pool);
@@ -99,6 +114,8 @@ static void free_keyed(cp_subpool_t *sp) { CP_HASH_FREE_ALL(sp->keyed, cp_keyed_
 static void teardown(cp_pool_t *pool, bool give_back) {
   if (!pool) return;
   cp_fronts_orphan(pool);
+  /* Pages are unmapped only once the device is done with them. */
+  if (give_back && pool->page) cp_complete_all(pool, true);
   cp_drop_fences(pool, give_back);
   HASH_CLEAR(hh, pool->active);
   while (pool->oldest) {
@@ -111,7 +128,11 @@ static void teardown(cp_pool_t *pool, bool give_back) {
       free(b);
       b = next;
     }
-    if (give_back) pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
+    if (give_back && seg->expandable)
+      cp_segment_unreserve(pool, seg);
+    else if (give_back)
+      pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
+    free(seg->mapped);
     free(seg);
   }
   CP_LIST_FREE_ALL(pool->spare);
@@ -205,6 +226,7 @@ static void carve(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t rsize
     rest->segment = b->segment;
     rest->stream = b->stream;
     rest->free_seq = b->free_seq;
+    rest->done_seq = b->done_seq;
     rest->state = b->state;
   }
   if (b->state == CP_BLOCK_PENDING) cp_pending_split(pool, b, rest);
@@ -229,12 +251,27 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
   b->n_recorded = 0;
   HASH_ADD_PTR(pool->active, addr, b);
   if (hash_oom) return ENOMEM;
+  b->free_seq = b->done_seq = 0; /* its frees are history: a new life */
   pool->free_block_count--;
   cp_stat_add(&pool->stats.allocated_bytes, (int64_t)b->size);
   cp_stat_add(&pool->stats.allocated_blocks, 1);
   cp_stat_add(&pool->stats.requested_bytes, (int64_t)size);
   pool->stats.num_alloc++;
   return 0;
+}
+
+/* b's first rsize bytes get their pages when its segment is expandable;
+ * mapping any counts as a miss. False (and *rc): b goes back to the bins
+ * (a pending block of the caller's own never left its index). */
+static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t rsize, bool immediate,
+                        bool *fresh, int *rc) {
+  bool mapped = false;
+  if (!b->segment->expandable || (*rc = cp_pages_claim(pool, b, rsize, &mapped)) == 0) {
+    *fresh |= mapped;
+    return true;
+  }
+  if (!immediate) cp_bins_insert(&sp->ready, b);
+  return false;
 }
 
 /* Every way of finding cached memory, cheapest first. A barrier is issued
@@ -246,14 +283,18 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
  * about 50 barriers a training step (one event record each without
  * non-blocking streams); asking at every split would double that, waiting
  * for 8 already costs memory. A barrier that must reach many streams costs
- * more, and is asked for proportionally less often. Fences are polled only
+ * more, and is asked for proportionally less often. In an expandable
+ * segment a fit whose pages are not all mapped is a new segment in all but
+ * name: a barrier is asked for as when nothing fits. Fences are polled only
  * when nothing fits. */
 static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
                                bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
   size_t waiting = cp_pending_not_usable(sp, stream, key);
   bool worth_a_barrier = waiting > 0;
-  if (b && worth_a_barrier) {
+  /* Mapping new pages is growing: pending blocks may serve instead. */
+  if (b && worth_a_barrier && !cp_pages_mapped(pool, b, rsize)) {
+  } else if (b && worth_a_barrier) {
     unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
     worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
   }
@@ -264,6 +305,21 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
   }
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);
   return b;
+}
+
+/* A block for the request from the cache (cached) or else from a new
+ * segment, the pages of its first rsize bytes mapped when its segment is
+ * expandable. NULL and *rc when neither gives one; a cached block whose
+ * pages cannot be mapped goes back where it was. */
+static cp_block_t *obtain(cp_pool_t *pool, cp_subpool_t *sp, bool small, size_t rsize, uint64_t stream,
+                          uint64_t key, bool cached, bool *immediate, bool *fresh, int *rc) {
+  cp_block_t *b = cached ? take_cached(pool, sp, rsize, stream, key, immediate) : NULL;
+  *fresh = !b;
+  if (!b) {
+    *immediate = false;
+    if ((*rc = cp_segment_grow(pool, small, rsize, &b)) != 0) return NULL;
+  }
+  return claim_pages(pool, sp, b, rsize, *immediate, fresh, rc) ? b : NULL;
 }
 
 /* An allocation that cannot be served: counted and reported. */
@@ -292,17 +348,20 @@ int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key,
   cp_block_t *b = find_cached(pool, sp, rsize, stream, key, &immediate);
   /* Before reserving more, the blocks every thread cache holds go back. */
   if (!b && cp_fronts_flush_all(pool)) b = find_cached(pool, sp, rsize, stream, key, &immediate);
+  if (b && !claim_pages(pool, sp, b, rsize, immediate, &fresh, &grow_rc)) b = NULL;
+  /* A cached block whose pages could not be mapped: a new segment would
+   * not map them either. */
+  else if (!b)
+    b = obtain(pool, sp, small, rsize, stream, key, false, &immediate, &fresh, &grow_rc);
   if (!b) {
-    fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
-    if (!fresh) {
-      pool->stats.num_alloc_retries++;
-      if (cp_wait_fences(pool)) b = take_cached(pool, sp, rsize, stream, key, &immediate);
-      if (!b) fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
-      if (!b && cp_release_free_segments(pool, 0) > 0)
-        fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
-      if (!b && cp_release_idle_segments(pool) > 0)
-        fresh = (grow_rc = cp_segment_grow(pool, small, rsize, &b)) == 0;
-    }
+    pool->stats.num_alloc_retries++;
+    /* Pages are given back only once the device has finished with them. */
+    bool waited = pool->page ? cp_complete_all(pool, true) : cp_wait_fences(pool);
+    b = obtain(pool, sp, small, rsize, stream, key, waited, &immediate, &fresh, &grow_rc);
+    if (!b && cp_release_free_segments(pool, 0) > 0)
+      b = obtain(pool, sp, small, rsize, stream, key, pool->page != 0, &immediate, &fresh, &grow_rc);
+    if (!b && cp_release_idle_segments(pool) > 0)
+      b = obtain(pool, sp, small, rsize, stream, key, pool->page != 0, &immediate, &fresh, &grow_rc);
   }
   if (!b) return refuse(pool, size, stream, grow_rc && grow_rc != ENOMEM ? grow_rc : ENOMEM);
   carve(pool, sp, b, rsize);
@@ -364,6 +423,9 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
   }
   if (pool->cfg.reuse == CP_REUSE_IMMEDIATE || (flags & CP_FREE_DEVICE_IDLE)) {
     if (counted) pool->stats.pending_bytes.current += (int64_t)b->size;
+    /* Reusable at once, but its pages wait for the device like any free's
+     * (unless the caller synchronised). */
+    if (!(flags & CP_FREE_DEVICE_IDLE)) b->free_seq = ++pool->free_seq;
     cp_make_ready(pool, b);
     if (counted) pool->stats.pending_bytes.current -= (int64_t)b->size;
   } else {
@@ -426,7 +488,10 @@ int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   /* A thread cache gives a live block back first: its `requested` is then the pool's to read. */
   if (b && b->state == CP_BLOCK_ACTIVE && b->lent && !cp_front_take_back(pool, b)) b = NULL;
   if (b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested) {
-    *out = (cp_block_info_t){.start = b->addr, .size = b->requested, .segment_start = b->addr == seg->base};
+    *out = (cp_block_info_t){.start = b->addr,
+                             .size = b->requested,
+                             .segment_start = !seg->expandable && b->addr == seg->base,
+                             .expandable = seg->expandable};
     rc = 0;
   }
   pthread_mutex_unlock(&pool->lock);
@@ -472,6 +537,7 @@ void cp_sync_device(cp_pool_t *pool, uint64_t mark) {
   pool->stats.num_sync_points++;
   cp_complete_upto(pool, mark);
   cp_retire_fences_upto(pool, mark);
+  if (mark > pool->completed_seq) pool->completed_seq = mark;
   cp_settle_and_unlock(pool);
 }
 
@@ -483,6 +549,7 @@ void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
     cp_block_t *next = b->fifo_next;
     if (b->stream == stream && b->n_recorded == 0) {
       cp_pending_remove(pool, b);
+      b->free_seq = 0; /* its own work is done: the stream was idle */
       cp_make_ready(pool, b);
     }
     b = next;
@@ -510,6 +577,8 @@ void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {
  * fences), then every whole free segment released. */
 static size_t empty_cache_locked(cp_pool_t *pool) {
   if (pool->fifo_head && !cp_try_barrier(pool)) cp_wait_fences(pool);
+  /* Pages are unmapped only once the device is done with them. */
+  if (pool->page) cp_complete_all(pool, true);
   return cp_release_free_segments(pool, 0);
 }
 

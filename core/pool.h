@@ -57,6 +57,12 @@ typedef struct cp_config {
   size_t limit;                 /* most bytes reserved (CP_NO_LIMIT) */
   size_t max_cached;            /* most cached bytes kept (CP_NO_LIMIT) */
   enum cp_reuse reuse;
+  /* Expandable segments: the large pool carves its blocks from reserved
+   * virtual ranges of expandable_size bytes (rounded up to pages), mapped
+   * page by page as blocks need them (pages.c). Off when the backend
+   * cannot (cp_get_config then says false). */
+  bool expandable;
+  size_t expandable_size; /* 0: 64 GiB */
 } cp_config_t;
 
 /* Where the stream tag of a block comes from: any uint64_t the caller likes;
@@ -138,7 +144,8 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr);
 typedef struct cp_block_info {
   uintptr_t start;
   size_t size;
-  bool segment_start;
+  bool segment_start; /* never for a block of an expandable segment */
+  bool expandable;    /* in an expandable segment: mapped page by page */
 } cp_block_info_t;
 int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out);
 /* Keep the live block at addr pending, once freed, until a barrier, fence or

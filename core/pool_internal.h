@@ -70,6 +70,8 @@ struct cp_pool {
   cp_block_t *fifo_head, *fifo_tail; /* PENDING blocks in free order */
   uint64_t free_seq;                 /* last sequence number handed out */
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
+  uint64_t completed_seq;            /* the device work of every free up to it has completed */
+  size_t page;                       /* expandable segments' page size; 0 = none are made */
   cp_fence_rec_t *fences;            /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
   cp_block_t *spare;       /* recycled block structs (via next) */
@@ -87,10 +89,33 @@ void cp_block_recycle(cp_pool_t *pool, cp_block_t *block);
 /* segments (segment.c) */
 int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out);
 void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg);
+/* Unmap what is still mapped of an expandable segment (teardown) and give
+ * its range back; no stats are kept. */
+void cp_segment_unreserve(cp_pool_t *pool, cp_segment_t *seg);
 size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached);
 size_t cp_release_idle_segments(cp_pool_t *pool);
 cp_segment_t *cp_segment_containing(cp_pool_t *pool, uintptr_t addr);
 void cp_segments_init(cp_pool_t *pool);
+
+/* expandable segments (pages.c) */
+/* Map the pages of [b->addr, b->addr+size) that are not mapped yet (b is in
+ * an expandable segment), within the limit; *mapped says whether any was.
+ * 0, ENOMEM (the limit, or the device is full) or the backend's error. */
+int cp_pages_claim(cp_pool_t *pool, cp_block_t *b, size_t size, bool *mapped);
+/* Whether the pages of [b->addr, b->addr+size) are all mapped (true for an
+ * ordinary segment). */
+bool cp_pages_mapped(const cp_pool_t *pool, const cp_block_t *b, size_t size);
+/* Unmap mapped pages that READY blocks cover whole and that no device work
+ * can touch any more, until `want` bytes are unmapped (SIZE_MAX: all);
+ * never the pages of `keep`. Returns the bytes unmapped. */
+size_t cp_pages_release(cp_pool_t *pool, size_t want, const cp_block_t *keep);
+/* Have the device work of every free so far completed: true when it has
+ * (a completed fence or a synchronisation says so). wait: block the host on
+ * a fence for it; else only record one, for a later call to find done. */
+bool cp_complete_all(cp_pool_t *pool, bool wait);
+/* Unmap every page of a wholly free expandable segment, when its work has
+ * completed; true when none is left mapped. */
+bool cp_pages_release_segment(cp_pool_t *pool, cp_segment_t *seg);
 
 /* reuse (reuse.c) */
 void cp_make_ready(cp_pool_t *pool, cp_block_t *block);
@@ -106,6 +131,8 @@ bool cp_wait_fences(cp_pool_t *pool);
 void cp_drop_fences(cp_pool_t *pool, bool release);
 /* Forget fences whose blocks a synchronisation already completed. */
 void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq);
+/* Record one fence covering every free so far, if none does yet. */
+bool cp_fence_everything(cp_pool_t *pool);
 /* Pending blocks of the subpool that (stream, key) may not take at once. */
 size_t cp_pending_not_usable(cp_subpool_t *sp, uint64_t stream, uint64_t key);
 cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size);

@@ -24,6 +24,7 @@ static cp_subpool_t *subpool_of_block(cp_pool_t *pool, const cp_block_t *b) {
 /* `lower` takes in its address neighbour `upper`, which is in no index. */
 static void join(cp_pool_t *pool, cp_block_t *lower, cp_block_t *upper) {
   lower->size += upper->size;
+  if (upper->done_seq > lower->done_seq) lower->done_seq = upper->done_seq;
   lower->next = upper->next;
   if (upper->next) upper->next->prev = lower;
   cp_block_recycle(pool, upper);
@@ -43,6 +44,7 @@ static cp_block_t *join_if_ready(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *
 
 void cp_make_ready(cp_pool_t *pool, cp_block_t *b) {
   cp_subpool_t *sp = subpool_of_block(pool, b);
+  if (b->free_seq > b->done_seq) b->done_seq = b->free_seq;
   b->state = CP_BLOCK_READY;
   b->keyed = NULL;
   b->n_recorded = 0;
@@ -225,7 +227,9 @@ bool cp_try_barrier(cp_pool_t *pool) {
   if (rc != 0) return false;
   pool->stats.num_barriers++;
   cp_complete_upto(pool, mark);
-  cp_retire_fences_upto(pool, mark);
+  /* A barrier orders, it does not complete: expandable segments keep the
+   * fences, which say when pages may be unmapped. */
+  if (!pool->page) cp_retire_fences_upto(pool, mark);
   if (pool->fenced_upto < mark) pool->fenced_upto = mark;
   return true;
 }
@@ -272,10 +276,26 @@ static bool retire_fences(cp_pool_t *pool, bool wait) {
       break;
     if (wait) pool->stats.num_fences_waited++;
     cp_complete_upto(pool, fence_front(pool)->covers);
+    if (fence_front(pool)->covers > pool->completed_seq) pool->completed_seq = fence_front(pool)->covers;
     fence_pop(pool, true);
     progress = true;
   }
   return progress;
+}
+
+bool cp_fence_everything(cp_pool_t *pool) {
+  if (pool->fence_count &&
+      pool->fences[(pool->fence_head + pool->fence_count - 1) % pool->fence_cap].covers >= pool->free_seq)
+    return true;
+  cp_fence_t fence;
+  if (!pool->be.fence_record || pool->be.fence_record(pool->be.ctx, pool->device, &fence) != 0) return false;
+  if (!fence_push(pool, fence, pool->free_seq)) {
+    if (pool->be.fence_release) pool->be.fence_release(pool->be.ctx, pool->device, fence);
+    return false;
+  }
+  pool->fenced_upto = pool->free_seq;
+  pool->stats.num_fences_recorded++;
+  return true;
 }
 
 bool cp_poll_fences(cp_pool_t *pool) { return retire_fences(pool, false); }

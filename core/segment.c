@@ -3,7 +3,11 @@
  * Owns growing (with the limit and the fallback to a request-sized segment),
  * releasing whole free segments oldest first, and finding the segment that
  * holds an address. Segments live in a tree by base address and a list in
- * creation order. Called with the pool lock held. */
+ * creation order. With expandable segments on, the large pool grows by
+ * reserving a virtual range instead (expandable_size, or the request's own
+ * size when larger), whose pages pages.c maps; such a segment is given back
+ * once it is wholly free and none of its pages is mapped. Called with the
+ * pool lock held. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -37,33 +41,69 @@ static size_t size_under_limit(const cp_pool_t *pool, size_t rsize) {
   return rsize <= room ? rsize : 0;
 }
 
+/* A virtual range for the large pool: nothing mapped, nothing reserved yet. */
+static int reserve_range(cp_pool_t *pool, size_t rsize, size_t *size, uintptr_t *base, uint64_t **mapped) {
+  size_t page = pool->page, own = rsize > SIZE_MAX - page ? 0 : (rsize + page - 1) & ~(page - 1);
+  if (own == 0) return ENOMEM;
+  *size = own > pool->cfg.expandable_size ? own : pool->cfg.expandable_size;
+  *mapped = calloc((*size / page + 63) / 64, sizeof **mapped);
+  if (!*mapped) return ENOMEM;
+  int rc = pool->be.reserve(pool->be.ctx, pool->device, *size, base);
+  if (rc != 0) free(*mapped);
+  return rc;
+}
+
+void cp_segment_unreserve(cp_pool_t *pool, cp_segment_t *seg) {
+  for (size_t i = 0, n = seg->size / pool->page; i < n && seg->mapped_bytes; i++)
+    if ((seg->mapped[i / 64] >> (i % 64)) & 1u) {
+      pool->be.unmap(pool->be.ctx, pool->device, seg->base + i * pool->page, pool->page);
+      seg->mapped_bytes -= pool->page;
+    }
+  pool->be.unreserve(pool->be.ctx, pool->device, seg->base, seg->size);
+}
+
 int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out) {
-  size_t size = size_under_limit(pool, rsize);
-  if (size == 0) return ENOMEM;
+  bool expandable = !small && pool->page;
+  size_t size = expandable ? 0 : size_under_limit(pool, rsize);
+  uint64_t *mapped = NULL;
   uintptr_t base;
-  int rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
-  if (rc != 0 && size > rsize) {
-    /* The standard segment may not fit where the request itself does. */
-    size = rsize;
+  int rc;
+  if (expandable) {
+    rc = reserve_range(pool, rsize, &size, &base, &mapped);
+  } else {
+    if (size == 0) return ENOMEM;
     rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
+    if (rc != 0 && size > rsize) {
+      /* The standard segment may not fit where the request itself does. */
+      size = rsize;
+      rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
+    }
   }
   if (rc != 0) return rc;
   cp_segment_t *seg = calloc(1, sizeof *seg);
   cp_block_t *b = seg ? cp_block_new(pool) : NULL;
   if (!b) {
     free(seg);
-    pool->be.free(pool->be.ctx, pool->device, base, size);
+    if (expandable) {
+      pool->be.unreserve(pool->be.ctx, pool->device, base, size);
+      free(mapped);
+    } else {
+      pool->be.free(pool->be.ctx, pool->device, base, size);
+    }
     return ENOMEM;
   }
-  *seg = (cp_segment_t){.base = base, .size = size, .small = small, .first = b};
+  *seg = (cp_segment_t){
+      .base = base, .size = size, .small = small, .expandable = expandable, .mapped = mapped, .first = b};
   CP_LIST_INSERT_AFTER(pool->oldest, pool->newest, pool->newest, seg, older, newer);
   RB_INSERT(cp_segment_tree, &pool->segments, seg);
   *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
   pool->block_count++;
   pool->free_block_count++;
-  cp_stat_add(&pool->stats.reserved_bytes, (int64_t)size);
   cp_stat_add(&pool->stats.segments, 1);
-  pool->stats.num_device_alloc++;
+  if (!expandable) {
+    cp_stat_add(&pool->stats.reserved_bytes, (int64_t)size);
+    pool->stats.num_device_alloc++;
+  }
   *out = b;
   return 0;
 }
@@ -76,10 +116,15 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   pool->free_block_count--;
   RB_REMOVE(cp_segment_tree, &pool->segments, seg);
   CP_LIST_UNLINK(pool->oldest, pool->newest, seg, older, newer);
-  pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
-  cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
+  if (seg->expandable) {
+    cp_segment_unreserve(pool, seg); /* its pages are unmapped already */
+  } else {
+    pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
+    cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
+    pool->stats.num_device_free++;
+  }
   cp_stat_add(&pool->stats.segments, -1);
-  pool->stats.num_device_free++;
+  free(seg->mapped);
   free(seg);
 }
 
@@ -119,12 +164,20 @@ size_t cp_release_free_segments(cp_pool_t *pool, size_t target_cached) {
     cp_segment_t *newer = seg->newer;
     size_t cached = (size_t)(pool->stats.reserved_bytes.current - pool->stats.allocated_bytes.current);
     if (cached <= target_cached) break;
-    if (cp_segment_is_free(seg)) {
+    if (cp_segment_is_free(seg) && seg->expandable) {
+      size_t before = seg->mapped_bytes;
+      bool unmapped = cp_pages_release_segment(pool, seg);
+      released += before - seg->mapped_bytes;
+      if (unmapped) cp_segment_release(pool, seg);
+    } else if (cp_segment_is_free(seg)) {
       released += seg->size;
       cp_segment_release(pool, seg);
     }
     seg = newer;
   }
   cp_stats_refresh_derived(pool);
+  /* Free pages between live blocks of expandable segments go back too. */
+  size_t cached = (size_t)pool->stats.cached_bytes.current;
+  if (pool->page && cached > target_cached) released += cp_pages_release(pool, cached - target_cached, NULL);
   return released;
 }

@@ -32,6 +32,8 @@ void cp_sim_init(cp_sim_t *sim, size_t capacity) {
 
 void cp_sim_fini(cp_sim_t *sim) {
   CP_HASH_FREE_ALL(sim->live, cp_sim_range_t);
+  CP_HASH_FREE_ALL(sim->reservations, cp_sim_range_t);
+  CP_HASH_FREE_ALL(sim->pages, cp_sim_range_t);
   CP_LIST_FREE_ALL(sim->holes);
 }
 
@@ -220,6 +222,116 @@ static void sim_fence_release(void *ctx, int device, cp_fence_t fence) {
   ((cp_sim_t *)ctx)->fences_released++;
 }
 
+/* ---- expandable segments ------------------------------------------------ */
+
+static size_t sim_page_size(void *ctx, int device) {
+  (void)device;
+  return ((cp_sim_t *)ctx)->vmm_page;
+}
+
+static int sim_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  uintptr_t align = sim->vmm_page, at = 0;
+  for (cp_sim_range_t *h = sim->holes; h && !at; h = h->next) {
+    uintptr_t start = (h->addr + align - 1) & ~(align - 1);
+    if (start >= h->addr && start - h->addr <= h->size && h->size - (start - h->addr) >= size) at = start;
+  }
+  cp_sim_range_t *r = at ? malloc(sizeof *r) : NULL;
+  if (!r) return ENOMEM;
+  *r = (cp_sim_range_t){.addr = at, .size = size};
+  carve_hole(sim, at, size);
+  HASH_ADD_PTR(sim->reservations, addr, r);
+  sim->reserves++;
+  *out = at;
+  return 0;
+}
+
+/* The reservation holding [addr, addr+size), NULL if none. */
+static cp_sim_range_t *reservation_of(cp_sim_t *sim, uintptr_t addr, size_t size) {
+  for (cp_sim_range_t *r = sim->reservations; r; r = r->hh.next)
+    if (addr >= r->addr && addr - r->addr <= r->size && size <= r->size - (addr - r->addr)) return r;
+  return NULL;
+}
+
+static bool page_is_mapped(cp_sim_t *sim, uintptr_t addr) {
+  cp_sim_range_t *p;
+  HASH_FIND_PTR(sim->pages, &addr, p);
+  return p != NULL;
+}
+
+static bool pages_valid(cp_sim_t *sim, uintptr_t addr, size_t size, bool mapped) {
+  if (!sim->vmm_page || addr % sim->vmm_page || size % sim->vmm_page || !size ||
+      !reservation_of(sim, addr, size))
+    return false;
+  for (uintptr_t a = addr; a < addr + size; a += sim->vmm_page)
+    if (page_is_mapped(sim, a) != mapped) return false;
+  return true;
+}
+
+static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  if (!pages_valid(sim, addr, size, false)) {
+    sim->bad_maps++;
+    return EIO;
+  }
+  if (should_fail(sim, size)) {
+    sim->failed_allocs++;
+    return ENOMEM;
+  }
+  for (uintptr_t a = addr; a < addr + size; a += sim->vmm_page) {
+    cp_sim_range_t *p = malloc(sizeof *p);
+    if (!p) abort(); /* a test device: nothing sensible to do */
+    *p = (cp_sim_range_t){.addr = a, .size = sim->vmm_page};
+    HASH_ADD_PTR(sim->pages, addr, p);
+  }
+  sim->used += size;
+  sim->mapped += size;
+  if (sim->used > sim->peak_used) sim->peak_used = sim->used;
+  if (sim->mapped > sim->peak_mapped) sim->peak_mapped = sim->mapped;
+  sim->maps++;
+  sim->pages_mapped += size / sim->vmm_page;
+  return 0;
+}
+
+static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  if (!pages_valid(sim, addr, size, true)) {
+    sim->bad_maps++;
+    return;
+  }
+  for (uintptr_t a = addr; a < addr + size; a += sim->vmm_page) {
+    cp_sim_range_t *p;
+    HASH_FIND_PTR(sim->pages, &a, p);
+    HASH_DEL(sim->pages, p);
+    free(p);
+  }
+  sim->used -= size;
+  sim->mapped -= size;
+  sim->unmaps++;
+  sim->pages_unmapped += size / sim->vmm_page;
+}
+
+static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
+  (void)device;
+  cp_sim_t *sim = ctx;
+  cp_sim_range_t *r;
+  HASH_FIND_PTR(sim->reservations, &addr, r);
+  bool any_mapped = false;
+  for (uintptr_t a = addr; r && a < addr + size && !any_mapped; a += sim->vmm_page)
+    any_mapped = sim->pages && page_is_mapped(sim, a);
+  if (!r || r->size != size || any_mapped) {
+    sim->bad_frees++;
+    return;
+  }
+  HASH_DEL(sim->reservations, r);
+  free(r);
+  add_hole(sim, addr, size);
+  sim->unreserves++;
+}
+
 void cp_sim_complete_fences(cp_sim_t *sim, uint64_t upto) {
   if (upto > sim->fences_completed) sim->fences_completed = upto;
 }
@@ -235,5 +347,10 @@ cp_backend_t cp_sim_backend(cp_sim_t *sim) {
       .fence_query = sim_fence_query,
       .fence_wait = sim_fence_wait,
       .fence_release = sim_fence_release,
+      .page_size = sim_page_size,
+      .reserve = sim_reserve,
+      .unreserve = sim_unreserve,
+      .map = sim_map,
+      .unmap = sim_unmap,
   };
 }

@@ -7,9 +7,16 @@
  * auto-complete mode), which lets tests observe what the pool reuses while a
  * fence is still open.
  *
- * Invariants: live allocations never overlap; used bytes = sum of live
- * sizes; freeing an address that is not a live allocation is counted in
- * `bad_frees` (a pool bug) and otherwise ignored.
+ * Expandable segments (off until vmm_page is set): reservations take
+ * address space only; mapped pages count in `used` like allocations and
+ * fail the same way (capacity, fail_after, fail_percent).
+ *
+ * Invariants: live allocations and reservations never overlap; used bytes =
+ * sum of live sizes + mapped pages; freeing an address that is not a live
+ * allocation (or a reservation with pages still mapped) is counted in
+ * `bad_frees`, mapping a mapped page or unmapping one that is not, or any
+ * page outside a reservation, in `bad_maps` (pool bugs), and otherwise
+ * ignored.
  *
  * Not thread-safe by itself: the pool calls it with the pool lock held. */
 #ifndef CUDAPOOL_CORE_SIM_BACKEND_H
@@ -49,9 +56,16 @@ typedef struct cp_sim {
   /* counters */
   uint64_t allocs, frees, failed_allocs, barriers, refused_barriers;
   uint64_t fence_queries, fence_waits, bad_frees;
+  /* expandable segments */
+  size_t vmm_page; /* page size; 0 = the device cannot (the pool falls back) */
+  uint64_t reserves, unreserves, maps, unmaps, pages_mapped, pages_unmapped, bad_maps;
+  size_t mapped; /* bytes in mapped pages now (part of used) */
+  size_t peak_mapped;
   /* live allocations and free address ranges (internal) */
-  cp_sim_range_t *live;  /* uthash by address */
-  cp_sim_range_t *holes; /* sorted list of free ranges */
+  cp_sim_range_t *live;         /* uthash by address */
+  cp_sim_range_t *holes;        /* sorted list of free ranges */
+  cp_sim_range_t *reservations; /* uthash by address */
+  cp_sim_range_t *pages;        /* uthash by address: mapped pages */
 } cp_sim_t;
 
 /* A device of `capacity` bytes; barrier and fences enabled, fences manual. */

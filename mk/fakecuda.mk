@@ -13,7 +13,7 @@
 # instead; scripts/gpu-check driver runs nvcc's static binaries on the GPU.
 FAKECU_DIR  := $(BUILD)/fakecuda
 FAKECU_SRCS := tests/fakes/cuda/state.c tests/fakes/cuda/mem.c tests/fakes/cuda/streams.c tests/fakes/cuda/proc.c tests/fakes/cuda/ptr.c \
-               tests/fakes/cuda/pool.c
+               tests/fakes/cuda/pool.c tests/fakes/cuda/vmm.c
 FAKECU_OBJS := $(FAKECU_SRCS:%.c=$(BUILD)/%.o)
 FAKECU_LIB  := $(FAKECU_DIR)/libcuda.so.1
 FAKECU_LINK := $(FAKECU_DIR)/libcuda.so

@@ -22,11 +22,15 @@
  * its capture ends. Otherwise they are refused, and the pool falls back on
  * releasing segments that hold no live block.
  *
+ * The page entries, for expandable segments, are the driver's virtual
+ * memory calls whatever the flavour (cuda_vmm.c).
+ *
  * Called by the core with the pool lock held; takes the device lock. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "capture.h"
+#include "cuda_vmm.h"
 #include "device.h"
 #include "trace.h"
 
@@ -236,5 +240,10 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev) {
       .fence_query = cuda_fence_query,
       .fence_wait = cuda_fence_wait,
       .fence_release = cuda_fence_release,
+      .page_size = cp_vmm_page_size,
+      .reserve = cp_vmm_reserve,
+      .unreserve = cp_vmm_unreserve,
+      .map = cp_vmm_map,
+      .unmap = cp_vmm_unmap,
   };
 }

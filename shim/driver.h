@@ -77,22 +77,32 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
  * driver flavour cannot work without it. */
-#define CP_DRV_OTHERS(X)              \
-  X(cuCtxGetCurrent, true)            \
-  X(cuCtxGetDevice, true)             \
-  X(cuCtxPushCurrent_v2, true)        \
-  X(cuCtxPopCurrent_v2, true)         \
-  X(cuDeviceGetCount, false)          \
-  X(cuDevicePrimaryCtxRetain, true)   \
-  X(cuDevicePrimaryCtxGetState, true) \
-  X(cuEventCreate, true)              \
-  X(cuEventRecord, true)              \
-  X(cuEventQuery, true)               \
-  X(cuEventSynchronize, true)         \
-  X(cuEventDestroy_v2, true)          \
-  X(cuStreamWaitEvent, true)          \
-  X(cuStreamQuery, false)             \
-  X(cuStreamIsCapturing, false)       \
+#define CP_DRV_OTHERS(X)                  \
+  X(cuCtxGetCurrent, true)                \
+  X(cuCtxGetDevice, true)                 \
+  X(cuCtxPushCurrent_v2, true)            \
+  X(cuCtxPopCurrent_v2, true)             \
+  X(cuDeviceGetCount, false)              \
+  X(cuDevicePrimaryCtxRetain, true)       \
+  X(cuDevicePrimaryCtxGetState, true)     \
+  X(cuEventCreate, true)                  \
+  X(cuEventRecord, true)                  \
+  X(cuEventQuery, true)                   \
+  X(cuEventSynchronize, true)             \
+  X(cuEventDestroy_v2, true)              \
+  X(cuStreamWaitEvent, true)              \
+  X(cuStreamQuery, false)                 \
+  X(cuStreamIsCapturing, false)           \
+  X(cuDeviceGetAttribute, false)          \
+  X(cuDeviceCanAccessPeer, false)         \
+  X(cuMemGetAllocationGranularity, false) \
+  X(cuMemAddressReserve, false)           \
+  X(cuMemAddressFree, false)              \
+  X(cuMemCreate, false)                   \
+  X(cuMemRelease, false)                  \
+  X(cuMemMap, false)                      \
+  X(cuMemUnmap, false)                    \
+  X(cuMemSetAccess, false)                \
   X(cuDeviceGetDefaultMemPool, false)
 
 typedef struct cp_drv {

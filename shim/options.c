@@ -92,6 +92,10 @@ static const cp_option_desc_t cp_option_table[] = {
      "runtime, driver or both",
      "layer that serves allocations: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both; frees "
      "and bookkeeping stay at both"},
+    {"CUDAPOOL_EXPANDABLE", CP_OPT_BOOL, offsetof(cp_options_t, expandable), "0",
+     DEFAULT_IS("0: ordinary segments"), "1/true/on/yes or 0/false/off/no",
+     "1 = expandable segments: large blocks in reserved virtual ranges whose 2 MiB pages are mapped on "
+     "demand"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])

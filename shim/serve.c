@@ -36,6 +36,19 @@ static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *w
   return (size_t)cp_size_opt_resolve(opt, total);
 }
 
+/* The pool falls back to ordinary segments where CUDA's virtual memory
+ * management is not there: said once per process. */
+static void warn_if_not_expandable(cp_pool_t *pool, int device) {
+  cp_config_t got;
+  cp_get_config(pool, &got);
+  static atomic_bool said;
+  if (!got.expandable && !atomic_exchange(&said, true))
+    fprintf(stderr,
+            "cudapool: warning: CUDAPOOL_EXPANDABLE=1, but device %d or its driver has no virtual memory "
+            "management (cuMemCreate, cuMemMap); using ordinary segments\n",
+            device);
+}
+
 /* Called by the pool under its lock: the trace sees a free before the block
  * can be handed to anyone else. */
 static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream) {
@@ -61,9 +74,12 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
   if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
   if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
+  cfg.expandable = cp_opts.expandable;
+  cfg.expandable_size = total; /* a range as large as the device: one is enough */
   cp_backend_t be = cp_cuda_backend(dev);
   cp_pool_t *pool = NULL;
   if (cp_pool_create(&pool, cp_device_id(dev), &cfg, &be) != 0) return NULL;
+  if (cfg.expandable) warn_if_not_expandable(pool, cp_device_id(dev));
   if (cp_opts.trace[0]) cp_pool_set_observer(pool, trace_observer, NULL);
   return pool;
 }
@@ -209,7 +225,13 @@ bool cp_serve_ipc_exportable(uintptr_t p) {
   if (rc != 0) return rc == ENOENT;
   if (b.segment_start) return true;
   static atomic_bool said;
-  if (!atomic_exchange(&said, true))
+  if (b.expandable && !atomic_exchange(&said, true))
+    fprintf(stderr,
+            "cudapool: warning: cannot export %#lx through CUDA IPC: it is in an expandable segment "
+            "(CUDAPOOL_EXPANDABLE=1), virtual memory that CUDA IPC cannot export; the call fails (run "
+            "this program without CUDAPOOL_EXPANDABLE to use IPC)\n",
+            (unsigned long)p);
+  else if (!atomic_exchange(&said, true))
     fprintf(stderr,
             "cudapool: warning: cannot export %#lx through CUDA IPC: it is part of a pooled "
             "segment, so the peer would see other memory; the call fails (run this program "

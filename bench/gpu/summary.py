@@ -10,6 +10,7 @@ Reads what gpu-check left in its work folder:
   demo-native.out, demo-pool.out       demo/legacy_app output
   torch-WORKLOAD-ALLOC.json            bench/pytorch result lines
                                        (ALLOC: caching, off, cudapool, runtime,
+                                       expandable (CUDAPOOL_EXPANDABLE=1),
                                        async, async-cudapool, pluggable)
 merges the native and pool runs of each benchmark into one row with the
 ratios, judges the goals of issue 5, prints the table, and writes
@@ -336,6 +337,44 @@ def torch_rows(work, table, results):
             table.add("MISS" if missed else "MET", "torch %s time/memory" % wl, detail)
         else:
             table.add("SKIP", "torch %s time/memory" % wl, detail + "  (a run is missing)")
+        expandable_row(work, table, results, wl, c)
+
+
+GOAL_EXPANDABLE_RESERVED = 0.90  # issue 11: at most 0.90x what PyTorch's allocator reserves
+GOAL_EXPANDABLE_TIME = 1.03      # and a step within 3%
+
+
+def expandable_row(work, table, results, wl, caching):
+    """cudapool with expandable segments against PyTorch's own allocator:
+    loss identical, peak reserved <= 0.90x, step time within 3%."""
+    text = read(os.path.join(work, "torch-%s-expandable.json" % wl)).strip()
+    if not text:
+        return
+    try:
+        e = json.loads(text.splitlines()[-1])
+    except ValueError:
+        table.add("FAIL", "torch %s expandable" % wl, "unparsable output")
+        return
+    results.setdefault("pytorch", {}).setdefault(wl, {})["expandable"] = e
+    ct, et = caching.get("step_ms_median"), e.get("step_ms_median")
+    cr, er = caching.get("peak_reserved_bytes"), e.get("peak_reserved_bytes")
+    if not (ct and et and cr and er):
+        table.add("SKIP", "torch %s expandable" % wl, "a run is missing")
+        return
+    same = caching.get("loss_hex") and caching.get("loss_hex") == e.get("loss_hex")
+    detail = "expandable %.1f ms %s util %s | reserved/caching %.3f, step/caching %.3f, loss %s" % (
+        et, fmt_bytes(er), "%.3f" % e["utilization"] if e.get("utilization") else "-", er / cr, et / ct,
+        "identical" if same else "%s vs %s" % (e.get("loss", "-"), caching.get("loss", "-")))
+    missed = []
+    if not same:
+        missed.append("loss differs")
+    if er > GOAL_EXPANDABLE_RESERVED * cr:
+        missed.append("reserved > %.2fx caching" % GOAL_EXPANDABLE_RESERVED)
+    if et > GOAL_EXPANDABLE_TIME * ct:
+        missed.append("step > %.2fx caching" % GOAL_EXPANDABLE_TIME)
+    if missed:
+        detail += "  [missed: %s]" % ", ".join(missed)
+    table.add("FAIL" if not same else "MISS" if missed else "MET", "torch %s expandable" % wl, detail)
 
 
 def main():

@@ -3,11 +3,11 @@
 # and with caching off under the shim (default layers, and runtime layer only:
 # the like-for-like reserved figure, since then cuBLAS/cuDNN's own driver
 # allocations stay outside the pool as they stay outside PyTorch's count);
-# with PyTorch's cudaMallocAsync backend natively and under the shim (which
-# then serves its stream-ordered calls); and with cudapool as PyTorch's
-# pluggable allocator (python/cudapool/torch.py). GPU_CHECK_TORCH_ALLOCS picks
-# the runs (default: all seven).
-# summary.py compares them.
+# under the shim with expandable segments (CUDAPOOL_EXPANDABLE=1); with
+# PyTorch's cudaMallocAsync backend natively and under the shim (which then
+# serves its stream-ordered calls); and with cudapool as PyTorch's pluggable
+# allocator (python/cudapool/torch.py). GPU_CHECK_TORCH_ALLOCS picks the runs
+# (default: all eight). summary.py compares them.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
 
@@ -26,7 +26,7 @@ section_pytorch() {
       gpt2) cmd=(bench/pytorch/gpt2_varlen.py) ;;
       *) cmd=(bench/pytorch/cnn_train.py --model "$wl") ;;
     esac
-    for alloc in ${GPU_CHECK_TORCH_ALLOCS-caching off cudapool runtime async async-cudapool pluggable}; do
+    for alloc in ${GPU_CHECK_TORCH_ALLOCS-caching off cudapool runtime expandable async async-cudapool pluggable}; do
       envs=(env -u PYTORCH_NO_CUDA_MEMORY_CACHING PYTHONUNBUFFERED=1)
       case "$alloc" in
         off) envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
@@ -36,6 +36,9 @@ section_pytorch() {
         runtime)
           shim_built || continue
           envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_LAYER=runtime) ;;
+        expandable)
+          shim_built || { record FAIL "torch $wl expandable run" "no shim"; continue; }
+          envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_EXPANDABLE=1) ;;
         async) envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
         async-cudapool | pluggable)
           shim_built || { record FAIL "torch $wl $alloc run" "no shim"; continue; }

@@ -1,6 +1,7 @@
 # test.sh: the test section (mode test, part of all): every tests/gpu program
-# natively and under the shim, with CUDAPOOL_LIMIT and CUDAPOOL_MODE variants,
-# and memcheck of the stress test natively and under the shim.
+# natively and under the shim, with CUDAPOOL_LIMIT, CUDAPOOL_MODE and
+# CUDAPOOL_EXPANDABLE variants, and memcheck of the stress test natively and
+# under the shim (also with expandable segments).
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc: run (common.sh); pool_env: setup.sh; san: memcheck.sh
 
@@ -13,6 +14,13 @@ section_test() {
   test_pair "test fill" 60 -- fill
   test_pair "test fill CUDAPOOL_LIMIT=16G" 60 CUDAPOOL_LIMIT=16G -- fill
   test_pair "test race CUDAPOOL_MODE=sync" 60 CUDAPOOL_MODE=sync -- race
+  # Expandable segments: blocks in pages mapped on demand, unmapped under a
+  # limit (fill runs into it) once the device finished with them.
+  test_pair "test race CUDAPOOL_EXPANDABLE=1" 60 CUDAPOOL_EXPANDABLE=1 -- race
+  test_pair "test stress CUDAPOOL_EXPANDABLE=1" 90 CUDAPOOL_EXPANDABLE=1 -- stress
+  test_pair "test errors CUDAPOOL_EXPANDABLE=1" 45 CUDAPOOL_EXPANDABLE=1 -- errors
+  test_pair "test fill CUDAPOOL_EXPANDABLE=1" 60 CUDAPOOL_EXPANDABLE=1 -- fill
+  test_pair "test fill CUDAPOOL_LIMIT=16G CUDAPOOL_EXPANDABLE=1" 60 CUDAPOOL_LIMIT=16G CUDAPOOL_EXPANDABLE=1 -- fill
 
   # unsafe-immediate skips the reuse fence: expected to break some cases.
   if shim_built; then
@@ -23,6 +31,24 @@ section_test() {
       "$(nfail "$uout") of $(($(npass "$uout") + $(nfail "$uout"))) cases corrupted (exit $rc; this mode skips the reuse fence, so failures are expected)"
   fi
   test_memcheck
+  test_memcheck_expandable
+}
+
+# test_memcheck_expandable: memcheck of the stress test under the shim with
+# CUDAPOOL_EXPANDABLE=1 (the native run is test_memcheck's). A page touched
+# before it is mapped, or after it is unmapped, is an invalid access there.
+test_memcheck_expandable() {
+  local sargs=(--iters 150 --threads 4 --legacy-threads 2) mp=$WORK/memcheck-pool-expandable.out ps
+  find_sanitizer && shim_built || return 0
+  [ -n "$(summary_of "$WORK/memcheck-native.out")" ] || return 0
+  CUDAPOOL_EXPANDABLE=1 memcheck_in_target "memcheck stress under the shim, CUDAPOOL_EXPANDABLE=1" "$mp" \
+    "$TESTS/stress" "${sargs[@]}"
+  ps=$(summary_of "$mp")
+  if memcheck_clean "$mp" "$ps" "$rc"; then
+    record PASS "memcheck stress CUDAPOOL_EXPANDABLE=1" "under the shim: 0 errors, $(npass "$mp") pass"
+  else
+    record FAIL "memcheck stress CUDAPOOL_EXPANDABLE=1" "under the shim: ${ps:-no summary} (exit $rc, $(nfail "$mp") FAIL)"
+  fi
 }
 
 # test_pair NAME LIMIT [ENV=VALUE...] -- ARGS: native run, then under the shim

@@ -36,6 +36,8 @@ static const char usage[] =
     "  --reuse=barrier|sync|immediate   when a freed block is reusable (default barrier)\n"
     "  --key=none|thread         pass the thread as the same-stream reuse key (default thread)\n"
     "  --device-memory SIZE      simulated device capacity (default 141G, an H200)\n"
+    "  --expandable[=0|1]        expandable segments: the large pool maps pages on demand\n"
+    "  --page SIZE               their page size (default 2M, CUDA's granularity)\n"
     "  --round, --small-max, --small-segment, --large-segment, --large-threshold,\n"
     "  --segment-round, --large-split-remainder, --oversize-waste SIZE   core rules\n"
     "output:\n"
@@ -59,7 +61,7 @@ typedef struct cli {
   size_t ncompare;
 } cli_t;
 
-enum kind { SIZE_FIELD, LIMIT_FIELD, REUSE, KEY, DEVICE, REPEAT };
+enum kind { SIZE_FIELD, LIMIT_FIELD, REUSE, KEY, DEVICE, REPEAT, EXPANDABLE, PAGE };
 
 static const struct popt {
   const char *name;
@@ -81,6 +83,8 @@ static const struct popt {
     {"key", KEY, 0},
     {"device-memory", DEVICE, 0},
     {"repeat", REPEAT, 0},
+    {"expandable", EXPANDABLE, 0},
+    {"page", PAGE, 0},
 };
 
 static int bad(const char *opt, const char *value, const char *want) {
@@ -125,6 +129,16 @@ static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
         return bad(p->name, v, "a size above 0");
       o->device_memory = bytes;
       return 0;
+    case EXPANDABLE:
+      if (v == NULL) return o->cfg.expandable = true, 0;
+      if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) return bad(p->name, v, "0 or 1");
+      o->cfg.expandable = strcmp(v, "1") == 0;
+      return 0;
+    case PAGE:
+      if (cp_parse_size(v, &bytes) != 0 || bytes < 512 || bytes > SIZE_MAX || (bytes & (bytes - 1)))
+        return bad(p->name, v, "a power of two of at least 512");
+      o->page = (size_t)bytes;
+      return 0;
     default: {
       char *end;
       errno = 0;
@@ -153,7 +167,9 @@ static const struct option cli_opts[] = {
 static void build_longopts(struct option *lo, bool in_compare) {
   size_t n = 0;
   for (size_t k = 0; k < NPOPTS; k++)
-    lo[n++] = (struct option){popts[k].name, required_argument, NULL, O_POOL + (int)k};
+    lo[n++] =
+        (struct option){popts[k].name, popts[k].kind == EXPANDABLE ? optional_argument : required_argument,
+                        NULL, O_POOL + (int)k};
   for (size_t k = 0; !in_compare && k < NCLI; k++) lo[n++] = cli_opts[k];
   lo[n] = (struct option){NULL, 0, NULL, 0};
 }

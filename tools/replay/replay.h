@@ -164,6 +164,7 @@ typedef struct rp_opts {
   uint64_t device_memory; /* capacity of the simulated device */
   bool thread_key;        /* pass the thread as cp_alloc/cp_free key */
   unsigned repeat;        /* timed runs; ns_per_op is the best */
+  size_t page;            /* --expandable: the simulated device's page (2 MiB) */
   FILE *timeline;         /* per-event CSV (untimed run), or NULL */
 } rp_opts_t;
 
@@ -180,6 +181,9 @@ typedef struct rp_result {
   uint64_t ops, hits, misses, num_ooms, alloc_retries, skipped_frees;
   uint64_t device_allocs, device_frees, barriers, fences, fence_waits, backend_calls;
   uint64_t sync_points, immediate_reuse, free_errors;
+  /* --expandable: what the simulated device mapped (pages and calls) */
+  bool expandable;
+  uint64_t pages_mapped, pages_unmapped, map_calls, unmap_calls;
   rp_oom_t *ooms; /* every OOM, in order */
   int check_rc;   /* cp_pool_check at the end: 0 = consistent */
   char check_why[160];

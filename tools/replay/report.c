@@ -71,6 +71,11 @@ void rp_print_text(FILE *f, const char *name, const rp_trace_t *t, const rp_opts
           "backend calls    %" PRIu64 " (%" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
           " barriers, %" PRIu64 " fences)\n",
           r->backend_calls, r->device_allocs, r->device_frees, r->barriers, r->fences);
+  if (r->expandable)
+    fprintf(f,
+            "pages            %" PRIu64 " mapped in %" PRIu64 " calls, %" PRIu64 " unmapped in %" PRIu64
+            " calls (%.0f MiB pages, expandable segments)\n",
+            r->pages_mapped, r->map_calls, r->pages_unmapped, r->unmap_calls, mib(o->page));
   fprintf(f, "OOMs             %" PRIu64 "\n", r->num_ooms);
   print_ooms(f, r);
   fprintf(f, "ns per op        %.1f (%" PRIu64 " ops)\n", r->ns_per_op, r->ops);
@@ -123,6 +128,10 @@ void rp_print_json(FILE *f, const char *name, const rp_trace_t *t, const rp_opts
           t->alloc_failures, t->zero_allocs, t->errors, r->ops, r->hits, r->misses, r->immediate_reuse,
           r->alloc_retries, r->skipped_frees, r->backend_calls, r->device_allocs, r->device_frees,
           r->barriers, r->fences, r->sync_points, r->check_rc == 0 ? "true" : "false");
+  fprintf(f,
+          ",\"expandable\":%s,\"pages_mapped\":%" PRIu64 ",\"pages_unmapped\":%" PRIu64
+          ",\"map_calls\":%" PRIu64 ",\"unmap_calls\":%" PRIu64,
+          r->expandable ? "true" : "false", r->pages_mapped, r->pages_unmapped, r->map_calls, r->unmap_calls);
   if (find_limit != UINT64_MAX) fprintf(f, ",\"find_limit\":%" PRIu64, find_limit);
   fputs(",\"ooms\":[", f);
   for (uint64_t i = 0; i < r->num_ooms && r->ooms; i++) {

@@ -36,6 +36,7 @@ void rp_opts_default(rp_opts_t *o) {
   o->device_memory = 141ull << 30; /* the H200's capacity */
   o->thread_key = true;            /* the shim passes the thread when only ordered streams are live */
   o->repeat = 5;
+  o->page = 2ull << 20; /* CUDA's granularity on the H200 */
 }
 
 #define now_ns cp_monotonic_ns
@@ -58,6 +59,13 @@ static int run_open(run_t *R, const rp_trace_t *t, const rp_opts_t *o) {
   R->sim.naddresses = t->nsegments;
   R->sim.fence_enabled = false;
   cp_config_t cfg = o->cfg;
+  if (cfg.expandable) {
+    /* Pages are unmapped only after a completed fence: fences complete when
+     * waited for or at the trace's device-wide synchronisations. */
+    R->sim.vmm_page = o->page;
+    R->sim.fence_enabled = true;
+    if (!cfg.expandable_size) cfg.expandable_size = o->device_memory;
+  }
   cfg.reuse = o->reuse == RP_REUSE_IMMEDIATE ? CP_REUSE_IMMEDIATE : CP_REUSE_DEFERRED;
   cp_backend_t be = cp_sim_backend(&R->sim);
   int rc = cp_pool_create(&R->pool, 0, &cfg, &be);
@@ -153,9 +161,13 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
         break;
       case RP_OP_SYNC_STREAM:
         /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
+        if (e->stream <= 1 && model.nonblocking == 0) cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
         cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, model.nonblocking != 0);
         break;
-      case RP_OP_SYNC_DEVICE: cp_sync_device(pool, cp_sync_mark(pool)); break;
+      case RP_OP_SYNC_DEVICE:
+        cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
+        cp_sync_device(pool, cp_sync_mark(pool));
+        break;
       case RP_OP_EMPTY_CACHE:
         cp_empty_cache(pool);
         marker = "empty_cache";
@@ -192,8 +204,13 @@ static void collect(run_t *R, const rp_trace_t *t, rp_result_t *r) {
   r->barriers = d->barriers + d->refused_barriers;
   r->fences = d->fences_recorded;
   r->fence_waits = d->fence_waits;
-  r->backend_calls =
-      r->device_allocs + r->device_frees + r->barriers + r->fences + d->fence_queries + d->fence_waits;
+  r->expandable = d->vmm_page != 0;
+  r->pages_mapped = d->pages_mapped;
+  r->pages_unmapped = d->pages_unmapped;
+  r->map_calls = d->maps;
+  r->unmap_calls = d->unmaps;
+  r->backend_calls = r->device_allocs + r->device_frees + r->barriers + r->fences + d->fence_queries +
+                     d->fence_waits + d->maps + d->unmaps + d->reserves + d->unreserves;
   r->check_rc = cp_pool_check(R->pool, r->check_why, sizeof r->check_why);
   r->ooms = R->ooms;
   R->ooms = NULL;

@@ -31,6 +31,11 @@ void *fakecu_entry(const char *name);
  * the fake's. */
 unsigned long long fakecu_ipc_base(const void *handle, size_t *size);
 
+/* Virtual memory (vmm.c): bytes mapped on device, live reservations, and
+ * the calls that failed an error check (a pool bug when not 0). NULL
+ * pointers are skipped. */
+void fakecu_vmm_stats(int device, size_t *mapped_bytes, int *reservations, long *errors);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,7 +8,8 @@
  * and created contexts, with a per-thread context stack; memory (cuMemAlloc,
  * pitched, cuMemFree, cuMemGetInfo, memset/memcpy to check contents; in
  * ptr.c the stream-ordered free, address ranges, pointer attributes and IPC
- * handles, which describe a whole allocation from any address in it); streams
+ * handles, which describe a whole allocation from any address in it); virtual
+ * memory management (vmm.c: reservations, pages, access); streams
  * and events; the stream-capture rules a barrier issued at the wrong time
  * would trip (the same rules as tests/fakes/cudart/capture.c, thread
  * interaction mode always global); cuGetProcAddress with versions and the
@@ -148,6 +149,10 @@ CUresult fk_stream_get(fk_ctx *ctx, CUstream h, int per_thread_api, fk_stream **
 CUresult fk_capture_unsafe(void);
 CUresult fk_submit(fk_stream *s);
 void fk_streams_drop_ctx(fk_ctx *ctx);
+
+/* vmm.c: [p, p+n) is in mapped pages made accessible */
+#include <stdbool.h>
+bool fk_vmm_accessible(uintptr_t p, size_t n);
 
 /* proc.c */
 void *fk_export(const char *name);

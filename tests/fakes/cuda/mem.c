@@ -155,7 +155,8 @@ static CUresult legacy_work(fk_ctx *c) { return fk_submit(&c->legacy); }
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n) {
   ENTER();
   READY(c);
-  if (n && !fk_alloc_containing((uintptr_t)dst, n)) return fk_leave(CUDA_ERROR_INVALID_VALUE);
+  if (n && !fk_alloc_containing((uintptr_t)dst, n) && !fk_vmm_accessible((uintptr_t)dst, n))
+    return fk_leave(CUDA_ERROR_INVALID_VALUE);
   CUresult rc = legacy_work(c);
   if (rc) return fk_leave(rc);
   if (n) memset((void *)(uintptr_t)dst, value, n);
@@ -165,7 +166,8 @@ CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n) {
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   ENTER();
   READY(c);
-  if (n && (!src || !fk_alloc_containing((uintptr_t)dst, n))) return fk_leave(CUDA_ERROR_INVALID_VALUE);
+  if (n && (!src || (!fk_alloc_containing((uintptr_t)dst, n) && !fk_vmm_accessible((uintptr_t)dst, n))))
+    return fk_leave(CUDA_ERROR_INVALID_VALUE);
   CUresult rc = legacy_work(c);
   if (rc) return fk_leave(rc);
   if (n) memcpy((void *)(uintptr_t)dst, src, n);
@@ -175,7 +177,8 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   ENTER();
   READY(c);
-  if (n && (!dst || !fk_alloc_containing((uintptr_t)src, n))) return fk_leave(CUDA_ERROR_INVALID_VALUE);
+  if (n && (!dst || (!fk_alloc_containing((uintptr_t)src, n) && !fk_vmm_accessible((uintptr_t)src, n))))
+    return fk_leave(CUDA_ERROR_INVALID_VALUE);
   CUresult rc = legacy_work(c);
   if (rc) return fk_leave(rc);
   if (n) memcpy(dst, (const void *)(uintptr_t)src, n);

@@ -268,6 +268,32 @@ Test(real, gpt_varlen_loads_with_zero_byte_allocations) {
   rp_trace_free(&t);
 }
 
+/* Issue 11's goal: utilisation at least 0.95 with expandable segments, and
+ * without a limit no page is ever unmapped (every map while growing). */
+static void expandable_goal(const char *trace, uint64_t reserved_mib, uint64_t pages) {
+  rp_trace_t t;
+  load_real(trace, &t);
+  rp_opts_t o;
+  rp_opts_default(&o);
+  o.cfg.expandable = true;
+  o.repeat = 1;
+  rp_result_t r;
+  cr_assert(eq(int, rp_run(&t, &o, &r), 0));
+  cr_assert(r.expandable);
+  cr_assert(ge(dbl, r.utilization, 0.95), "%s: %f", trace, r.utilization);
+  cr_assert(eq(u64, r.peak_reserved, reserved_mib * MiB), "%s", trace);
+  cr_assert(eq(u64, r.pages_mapped, pages), "%s", trace);
+  cr_assert(eq(u64, r.pages_unmapped, 0), "%s", trace);
+  cr_assert(eq(u64, r.num_ooms, 0));
+  cr_assert(eq(int, r.check_rc, 0), "%s", r.check_why);
+  cr_assert(eq(u64, r.free_errors, 0));
+  rp_result_free(&r);
+  rp_trace_free(&t);
+}
+
+Test(real, transformer_expandable_reaches_0_95) { expandable_goal("transformer.csv.gz", 2216, 1091); }
+Test(real, gpt_varlen_expandable_reaches_0_95) { expandable_goal("gpt_varlen.csv.gz", 13020, 6502); }
+
 /* ---- the command line ------------------------------------------------- */
 
 static char dir[64];

@@ -1,0 +1,76 @@
+/* expandable.c: expandable segments (CUDAPOOL_EXPANDABLE=1) on the fake
+ * driver, whose virtual memory calls check their arguments and whose pages
+ * fault until mapped and made accessible: the data of live blocks survives
+ * pages going back around them, reserved bytes are the mapped pages, the
+ * range goes back once empty, IPC of such a block fails clearly, and where
+ * the driver has no virtual memory management (FAKECU_NO_VMM=1, or the
+ * fake runtime, which has no libcuda) the pool falls back with one warning.
+ * tests/programs/driver/drv_expandable.c is the program. */
+#include <stdio.h>
+
+#include "it_check.h"
+#include "it_info.h"
+
+static const char *lib_env(void) {
+  static char env[4200];
+  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
+  return env;
+}
+
+#define EXPANDABLE_OUTPUT       \
+  "alloc: rc=0 a=1 b=1 c=1\n"   \
+  "free_b: rc=0 a=1 c=1\n"      \
+  "realloc: rc=0 d=1 a=1 c=1\n" \
+  "end: rc=0\n"
+
+Test(shim_it_driver, expandable_segments_map_and_unmap_pages_under_live_blocks) {
+  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", NULL};
+  it_result n, s;
+  it_same(&n, &s, env, "drv_expandable", NULL);
+  cr_assert(eq(str, (char *)it_compared(&n), EXPANDABLE_OUTPUT));
+  cr_assert(eq(long, it_info_val(&n, "ipc", "rc", -1), 0));
+  cr_assert(eq(long, it_info_val(&n, "three", "reservations", -1), 0), "natively: plain cuMemAlloc");
+  /* a [0,4) b [4,12) c [12,18) MiB of one range: pages 0-8. */
+  cr_assert(eq(long, it_info_val(&s, "three", "reserved", -1), 18 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "three", "vmm_mapped", -1), 18 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "three", "reservations", -1), 1), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "ipc", "rc", -1), 1), "CUDA_ERROR_INVALID_VALUE: %s", s.out);
+  /* b's pages went back, a's and c's stayed with their bytes. */
+  cr_assert(eq(long, it_info_val(&s, "freed_b", "reserved", -1), 10 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "freed_b", "vmm_mapped", -1), 10 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "realloc", "same_place", -1), 1), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "realloc", "vmm_mapped", -1), 18 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "reserved", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "vmm_mapped", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "reservations", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "live", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "vmm_errors", -1), 0), "%s", s.out);
+  cr_assert(eq(int, it_count_lines(s.err, ""), 1), "one warning, for the IPC export:\n%s", s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "CUDA IPC cannot export"), 1), "%s", s.err);
+  it_free(&n);
+  it_free(&s);
+}
+
+Test(shim_it_driver, expandable_segments_fall_back_without_virtual_memory) {
+  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "FAKECU_NO_VMM=1", NULL};
+  it_result n, s;
+  it_same(&n, &s, env, "drv_expandable", NULL);
+  cr_assert(eq(str, (char *)it_compared(&s), EXPANDABLE_OUTPUT));
+  cr_assert(eq(long, it_info_val(&s, "three", "reservations", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "three", "reserved", -1), 20 << 20), "one ordinary 20 MiB segment");
+  cr_assert(eq(long, it_info_val(&s, "ipc", "rc", -1), 0), "a block that starts its segment exports");
+  cr_assert(eq(int, it_count_lines(s.err, "using ordinary segments"), 1), "%s", s.err);
+  cr_assert(eq(int, it_count_lines(s.err, ""), 1), "%s", s.err);
+  it_free(&n);
+  it_free(&s);
+}
+
+/* The fake runtime has no libcuda to ask: ordinary segments, one warning. */
+Test(shim_it_driver, expandable_segments_fall_back_on_the_fake_runtime) {
+  const char *const env[] = {"CUDAPOOL_EXPANDABLE=1", NULL};
+  it_result n, s;
+  it_same(&n, &s, env, "suballoc", IT_ARGS("free"));
+  cr_assert(eq(int, it_count_lines(s.err, "using ordinary segments"), 1), "%s", s.err);
+  it_free(&n);
+  it_free(&s);
+}
