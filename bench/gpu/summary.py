@@ -304,7 +304,8 @@ def torch_rows(work, table, results):
                 s += " util %.2f" % r["utilization"]
             parts.append(s)
         losses = {a: runs[a].get("loss_hex") for a in allocs if a in runs}
-        have_all = all(a in runs and runs[a].get("loss_hex") for a in base)
+        # "off" is optional (GPU_CHECK_TORCH_ALLOCS may leave it out).
+        have_all = all(a in runs and runs[a].get("loss_hex") for a in ("caching", "cudapool"))
         same = have_all and len(set(losses.values())) == 1
         if same:
             loss_txt = "loss %r identical in all %d runs" % (runs["caching"]["loss"], len(losses))

@@ -327,3 +327,48 @@ Test(front, eight_threads_through_their_caches_never_share_a_granule, .timeout =
   cr_assert(eq(int, cp_pool_check(pool, why, sizeof why), 0), "%s", why);
   churn_close();
 }
+
+/* Another thread's next pool allocation: every cache's freed blocks go back
+ * first, so the pool decides as it would without caches: here, with a
+ * barrier worth asking for once one block is pending, it serves the other
+ * thread from the 4 MiB block this thread freed into its cache (after a
+ * barrier, the key being another) rather than splitting the ready 8 MiB one. */
+static void *alloc_4mib_key2(void *arg) {
+  uintptr_t *p = arg;
+  p[1] = (uintptr_t)(p[2] ? cp_front_alloc(F.pool, 4 << 20, CP_STREAM_DEVICE, 2, &p[0])
+                          : cp_alloc(F.pool, 4 << 20, CP_STREAM_DEVICE, 2, &p[0]));
+  return NULL;
+}
+
+static uintptr_t other_thread_after_a_cached_free(bool front, uintptr_t *freed) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.split_barrier_pending = 1;
+  fx_open_cfg(&cfg, GiB);
+  uintptr_t a = front ? fr_alloc(4 << 20, 1) : fx_alloc_on(4 << 20, CP_STREAM_DEVICE, 1);
+  uintptr_t x = front ? fr_alloc(8 << 20, 1) : fx_alloc_on(8 << 20, CP_STREAM_DEVICE, 1);
+  cr_assert(eq(int, cp_free(F.pool, x, 1, CP_FREE_DEVICE_IDLE), 0), "x is ready at once");
+  if (front) {
+    fr_free(a, 1);
+    cr_assert(eq(sz, held(), 1), "a waits in this thread's cache");
+  } else {
+    fx_free(a, 1);
+  }
+  uintptr_t arg[3] = {0, 99, front};
+  pthread_t t;
+  pthread_create(&t, NULL, alloc_4mib_key2, arg);
+  pthread_join(t, NULL);
+  cr_assert(eq(u64, arg[1], 0));
+  *freed = a;
+  cr_assert(eq(int, cp_free(F.pool, arg[0], 2, 0), 0));
+  fx_close();
+  return arg[0];
+}
+
+Test(front, another_threads_allocation_decides_as_without_caches) {
+  uintptr_t a_plain, a_front;
+  uintptr_t plain = other_thread_after_a_cached_free(false, &a_plain);
+  uintptr_t front = other_thread_after_a_cached_free(true, &a_front);
+  cr_assert(eq(u64, plain, a_plain), "the pool alone serves the freed block after a barrier");
+  cr_assert(eq(u64, front, a_front), "so does the pool behind the caches");
+}
