@@ -55,6 +55,17 @@ TEST_INC := -Itests/support
 LSAN_SCOPE     := tests/support/lsan_scope.c
 CRITERION_LINK := $(LSAN_SCOPE) -lcriterion
 
+# The version has one home, include/cudapool.h (CUDAPOOL_VERSION_MAJOR and
+# co): the library's file name and SONAME, cudapool.pc and the report take
+# it from there, and tests hold python/cudapool's __version__ to it.
+version_part = $(shell sed -n \
+  's/^\#define CUDAPOOL_VERSION_$(1) \([0123456789][0123456789]*\)$$/\1/p' include/cudapool.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION       := $(VERSION_MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+ifneq ($(words $(subst ., ,$(VERSION))),3)
+$(error include/cudapool.h: cannot read CUDAPOOL_VERSION_MAJOR/MINOR/PATCH (got "$(VERSION)"))
+endif
+
 # Filled by the fragments.
 ALL_TARGETS :=
 TEST_BINS :=
