@@ -4,7 +4,7 @@
 #   make test-sanitize the tests again under ASan+UBSan, the threaded ones under TSan
 #   make bench         core benchmarks on the simulated device
 #   make demo          the bundled demo workload natively and under cudapool
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local [DESTDIR=...]   make uninstall (the same)
 #   make V=1 ...       show every command in full (default: one short line each)
 # Each component adds its targets from mk/<component>.mk.
 
@@ -55,13 +55,24 @@ TEST_INC := -Itests/support
 LSAN_SCOPE     := tests/support/lsan_scope.c
 CRITERION_LINK := $(LSAN_SCOPE) -lcriterion
 
+# The version has one home, include/cudapool.h (CUDAPOOL_VERSION_MAJOR and
+# co): the library's file name and SONAME, cudapool.pc and the report take
+# it from there, and tests hold python/cudapool's __version__ to it.
+version_part = $(shell sed -n \
+  's/^\#define CUDAPOOL_VERSION_$(1) \([0123456789][0123456789]*\)$$/\1/p' include/cudapool.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION       := $(VERSION_MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+ifneq ($(words $(subst ., ,$(VERSION))),3)
+$(error include/cudapool.h: cannot read CUDAPOOL_VERSION_MAJOR/MINOR/PATCH (got "$(VERSION)"))
+endif
+
 # Filled by the fragments.
 ALL_TARGETS :=
 TEST_BINS :=
 TSAN_TEST_BINS :=
 BENCH_CMDS :=
 
-.PHONY: all test test-sanitize test-tsan lsan-selftest bench demo install clean deps
+.PHONY: all test test-sanitize test-tsan lsan-selftest bench demo clean deps
 all: build-all
 
 include mk/core.mk
@@ -72,6 +83,8 @@ include mk/core.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk
 -include mk/python.mk
+# Last: it installs what the others built.
+include mk/install.mk
 
 # A planted skip must show in scripts/run-tests' closing line
 # (tests/unit/shim/run_tests.c runs it; make test does not).
@@ -118,13 +131,3 @@ bench: build-all
 
 clean:
 	rm -rf build
-
-# Installs the library, the public header and the launcher (with replay and
-# plot when they were built).
-install: build-all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(BUILD)/libcudapool.so $(DESTDIR)$(PREFIX)/lib/libcudapool.so
-	install -m 644 include/cudapool.h $(DESTDIR)$(PREFIX)/include/cudapool.h
-	install -m 755 scripts/cudapool $(DESTDIR)$(PREFIX)/bin/cudapool
-	if [ -f $(BUILD)/cudapool-replay ]; then install -m 755 $(BUILD)/cudapool-replay $(DESTDIR)$(PREFIX)/bin/; fi
-	if [ -f scripts/cudapool-plot ]; then install -m 755 scripts/cudapool-plot $(DESTDIR)$(PREFIX)/bin/; fi

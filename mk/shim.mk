@@ -1,7 +1,15 @@
 # shim/: libcudapool.so, the LD_PRELOAD library. Every shim/*.c goes in.
 SHIM_SRCS := $(wildcard shim/*.c)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/%.o)
-SHIM_LIB  := $(BUILD)/libcudapool.so
+# The library is libcudapool.so.X.Y.Z with SONAME libcudapool.so.X, reached
+# through libcudapool.so.X -> libcudapool.so.X.Y.Z and libcudapool.so ->
+# libcudapool.so.X, here as once installed (mk/install.mk). LD_PRELOAD takes
+# any of the three; a program linked with -lcudapool needs libcudapool.so.X,
+# and the dynamic loader then counts a preloaded copy as that one (same
+# SONAME) instead of loading a second allocator.
+SHIM_LIB         := $(BUILD)/libcudapool.so
+SHIM_SONAME      := libcudapool.so.$(VERSION_MAJOR)
+SHIM_REAL_NAME   := libcudapool.so.$(VERSION)
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -9,10 +17,17 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_S
 
 # Unversioned exports (anonymous version node): they interpose libcudart's
 # versioned references such as cudaMalloc@libcudart.so.13.
-$(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
+$(BUILD)/$(SHIM_REAL_NAME): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
-	  -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
+	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
+
+# Relative links, so that the build folder can move. make sees a link's
+# target's time, so neither is redone while the library is unchanged.
+$(BUILD)/$(SHIM_SONAME): $(BUILD)/$(SHIM_REAL_NAME)
+	$(call say,LN,$@)ln -sfn $(SHIM_REAL_NAME) $@
+$(SHIM_LIB): $(BUILD)/$(SHIM_SONAME)
+	$(call say,LN,$@)ln -sfn $(SHIM_SONAME) $@
 
 # Unit tests of shim modules that need no CUDA at run time (options, parse,
 # report, the trace recorder, the launcher script): one Criterion binary from

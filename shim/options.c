@@ -5,7 +5,8 @@
  * through the same parser as the user's value, so the table cannot hold a
  * default the parser would refuse (a unit test loads an empty environment to
  * prove it). Adding an option: a field in cp_options_t, a row here, a line in
- * docs/OPTIONS.md and scripts/cudapool --help (tests check both name it).
+ * docs/OPTIONS.md, an entry in docs/cudapool.1 and a line in scripts/cudapool
+ * --help (tests check all three name it).
  *
  * Secure execution: the loader, not the getter, decides. With AT_SECURE set
  * it reads no variable but CUDAPOOL_VERBOSE (for its one line), so a getter

@@ -115,16 +115,20 @@ class NotLoaded(Child):
         self.assertRaises(cudapool.NotLoadedError, cudapool.stats)
 
 
+def header_version():
+    """X.Y.Z of include/cudapool.h, the version's one home."""
+    with open(os.path.join(ROOT, "include", "cudapool.h")) as f:
+        text = f.read()
+    import re
+    return ".".join(re.search(r"#define CUDAPOOL_VERSION_%s (\d+)" % k, text).group(1)
+                    for k in ("MAJOR", "MINOR", "PATCH"))
+
+
 class Loaded(Child):
     def test_version(self):
         r = self.result("out(loaded=cudapool.is_loaded(), version=cudapool.version())")
         self.assertIs(r["loaded"], True)
-        with open(os.path.join(ROOT, "include", "cudapool.h")) as f:
-            text = f.read()
-        import re
-        want = ".".join(re.search(r"#define CUDAPOOL_VERSION_%s (\d+)" % k, text).group(1)
-                        for k in ("MAJOR", "MINOR", "PATCH"))
-        self.assertEqual(r["version"], want)
+        self.assertEqual(r["version"], header_version())
 
     def test_exact_stats_after_an_exact_sequence(self):
         # 1 MiB: small pool, a 2 MiB segment (miss); freed and asked again by
@@ -344,6 +348,21 @@ class Layout(unittest.TestCase):
                 del os.environ["CUDAPOOL_HEADER"]
             else:
                 os.environ["CUDAPOOL_HEADER"] = old
+
+
+class Version(unittest.TestCase):
+    def test_module_version_is_the_headers(self):
+        self.assertEqual(cudapool.__version__, header_version(),
+                         "python/cudapool/__init__.py __version__ differs from include/cudapool.h")
+
+    def test_package_takes_the_modules_version(self):
+        # pip's version is cudapool.__version__ (dynamic), not a second copy.
+        with open(os.path.join(PYDIR, "pyproject.toml")) as f:
+            text = f.read()
+        import re
+        self.assertIsNone(re.search(r"^version\s*=\s*\"", text, re.M), "a literal version in pyproject.toml")
+        self.assertRegex(text, r'(?m)^dynamic = \["version"\]$')
+        self.assertRegex(text, r'(?m)^version = \{attr = "cudapool.__version__"\}$')
 
 
 class Main(unittest.TestCase):

@@ -17,7 +17,7 @@ static inline void it_run_ok(it_result *r, int how, const char *const *env, cons
                              const char *const *argv) {
   cr_assert(eq(int, it_run(r, how, env, prog, argv), 0), "could not start %s", prog);
   cr_assert(eq(int, r->status, 0), "%s %s exited with %d\n--- stdout\n%s--- stderr\n%s", prog,
-            how == IT_SHIM ? "under the shim" : "natively", r->status, r->out, r->err);
+            how != IT_NATIVE ? "under the shim" : "natively", r->status, r->out, r->err);
 }
 
 /* Runs prog natively and under the shim with the same settings and requires

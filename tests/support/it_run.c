@@ -10,11 +10,14 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "cudapool.h"
 
 #define IT_DEADLINE_S 300
 
@@ -62,6 +65,19 @@ const char *it_build(void) {
   return dir;
 }
 
+#define IT_STR_(x) #x
+#define IT_STR(x) IT_STR_(x)
+#define IT_SONAME "libcudapool.so." IT_STR(CUDAPOOL_VERSION_MAJOR)
+
+const char *it_shim_name(int how) {
+  switch (how) {
+    case IT_SHIM: return "libcudapool.so";
+    case IT_SHIM_SONAME: return IT_SONAME;
+    case IT_SHIM_FILE: return IT_SONAME "." IT_STR(CUDAPOOL_VERSION_MINOR) "." IT_STR(CUDAPOOL_VERSION_PATCH);
+    default: return "";
+  }
+}
+
 static int dropped(const char *e) {
   return strncmp(e, "LD_PRELOAD=", 11) == 0 || strncmp(e, "FAKECUDA_", 9) == 0 ||
          (strncmp(e, "CUDAPOOL_", 9) == 0 && strncmp(e, "CUDAPOOL_TEST_", 14) != 0);
@@ -77,8 +93,9 @@ static char **make_env(int how, const char *const *env, char *preload, size_t ca
     if (!dropped(environ[i])) out[k++] = environ[i];
   for (size_t i = 0; i < extra; i++) out[k++] = (char *)env[i];
   const char *san = getenv("CUDAPOOL_TEST_SAN_PRELOAD");
-  snprintf(preload, cap, "LD_PRELOAD=%s%s%s%s", san ? san : "", san && *san && how == IT_SHIM ? " " : "",
-           how == IT_SHIM ? it_build() : "", how == IT_SHIM ? "/libcudapool.so" : "");
+  bool shim = how != IT_NATIVE;
+  snprintf(preload, cap, "LD_PRELOAD=%s%s%s%s%s", san ? san : "", san && *san && shim ? " " : "",
+           shim ? it_build() : "", shim ? "/" : "", it_shim_name(how));
   out[k++] = preload;
   return out;
 }

@@ -6,14 +6,18 @@
  * by the Makefile; without it, the folder above this test binary's). Each
  * run gets the caller's environment minus every LD_PRELOAD, FAKECUDA_* and
  * CUDAPOOL_* setting (CUDAPOOL_TEST_* kept), plus the settings given, plus
- * LD_PRELOAD = $CUDAPOOL_TEST_SAN_PRELOAD [libcudapool.so]. */
+ * LD_PRELOAD = $CUDAPOOL_TEST_SAN_PRELOAD [libcudapool.so or another name of
+ * it]. */
 #ifndef CUDAPOOL_IT_RUN_H
 #define CUDAPOOL_IT_RUN_H
 
 #include <stddef.h>
 #include <sys/types.h>
 
-enum { IT_NATIVE = 0, IT_SHIM = 1 };
+/* IT_SHIM preloads libcudapool.so; the other two the same library by its
+ * other names (mk/shim.mk): libcudapool.so.X (the SONAME) and
+ * libcudapool.so.X.Y.Z (the file). */
+enum { IT_NATIVE = 0, IT_SHIM = 1, IT_SHIM_SONAME = 2, IT_SHIM_FILE = 3 };
 
 #define IT_MAX_KEPT 64
 
@@ -27,9 +31,11 @@ typedef struct it_result {
 
 /* The build folder (absolute). */
 const char *it_build(void);
+/* The library's file name that how preloads ("" for IT_NATIVE). */
+const char *it_shim_name(int how);
 /* Runs progs/<prog> with argv (NULL-terminated, may be NULL) and env
  * ("NAME=value" strings, NULL-terminated, may be NULL); how: IT_NATIVE or
- * IT_SHIM. Returns 0, or -1 if it could not be started. */
+ * one of the IT_SHIM names. Returns 0, or -1 if it could not be started. */
 int it_run(it_result *r, int how, const char *const *env, const char *prog, const char *const *argv);
 void it_free(it_result *r);
 /* The first stdout line whose tag is tag ("tag: ..."), without the newline;
