@@ -69,6 +69,7 @@ include mk/core.mk
 -include mk/fakecudart.mk
 -include mk/fakecuda.mk
 -include mk/replay.mk
+-include mk/live.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk
 -include mk/python.mk
@@ -127,4 +128,5 @@ install: build-all
 	install -m 644 include/cudapool.h $(DESTDIR)$(PREFIX)/include/cudapool.h
 	install -m 755 scripts/cudapool $(DESTDIR)$(PREFIX)/bin/cudapool
 	if [ -f $(BUILD)/cudapool-replay ]; then install -m 755 $(BUILD)/cudapool-replay $(DESTDIR)$(PREFIX)/bin/; fi
+	if [ -f $(BUILD)/cudapool-stats ]; then install -m 755 $(BUILD)/cudapool-stats $(DESTDIR)$(PREFIX)/bin/; fi
 	if [ -f scripts/cudapool-plot ]; then install -m 755 scripts/cudapool-plot $(DESTDIR)$(PREFIX)/bin/; fi

@@ -81,6 +81,9 @@ static const cp_option_desc_t cp_option_table[] = {
      "runtime, driver or both",
      "layer that serves allocations: runtime = cudaMalloc and co, driver = cuMemAlloc and co, or both; frees "
      "and bookkeeping stay at both"},
+    {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
+     "1/true/on/yes or 0/false/off/no",
+     "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])

@@ -33,6 +33,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "live.h"
 #include "outputs.h"
 #include "shim.h"
 
@@ -92,7 +93,7 @@ static bool is_default(const struct sigaction *sa) {
 
 void cp_sigterm_arm(void) {
   struct sigaction cur, ours, prev;
-  if ((!cp_opts.stats[0] && !cp_opts.trace[0]) || cp_opts.disable) return;
+  if ((!cp_opts.stats[0] && !cp_opts.trace[0] && !cp_live_active()) || cp_opts.disable) return;
   if (sigaction(SIGTERM, NULL, &cur) != 0 || !is_default(&cur)) return;
   if (sem_init(&go, 0, 0) != 0) return;
 
