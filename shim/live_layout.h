@@ -37,11 +37,11 @@
 #define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/device.h */
 
 typedef struct cp_live_segment {
-  char magic[8];           /* CP_LIVE_MAGIC */
-  uint32_t layout;         /* CP_LIVE_LAYOUT */
-  uint32_t stats_size;     /* sizeof(cudapool_stats_t) */
-  int64_t pid;             /* the process it describes */
-  uint64_t start_time;     /* field 22 of /proc/PID/stat: tells a reused pid apart */
+  char magic[8];             /* CP_LIVE_MAGIC */
+  uint32_t layout;           /* CP_LIVE_LAYOUT */
+  uint32_t stats_size;       /* sizeof(cudapool_stats_t) */
+  int64_t pid;               /* the process it describes */
+  uint64_t start_time;       /* field 22 of /proc/PID/stat: tells a reused pid apart */
   _Atomic uint32_t request;  /* readers: += 1, then wake */
   _Atomic uint32_t answered; /* publisher: the request it last answered, then wake */
   _Atomic uint64_t seq;      /* seqlock over what follows: odd while written */

@@ -65,9 +65,12 @@ static bool seconds(const char *s, double *out) {
 
 static int parse(int argc, char **argv, cli_t *c) {
   static const struct option lo[] = {
-      {"json", no_argument, NULL, 'j'},           {"top", no_argument, NULL, 't'},
-      {"timeout", required_argument, NULL, 'T'},  {"interval", required_argument, NULL, 'i'},
-      {"iterations", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+      {"json", no_argument, NULL, 'j'},
+      {"top", no_argument, NULL, 't'},
+      {"timeout", required_argument, NULL, 'T'},
+      {"interval", required_argument, NULL, 'i'},
+      {"iterations", required_argument, NULL, 'n'},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   *c = (cli_t){.pid = -1, .timeout = 2.0, .interval = 1.0};
@@ -80,7 +83,8 @@ static int parse(int argc, char **argv, cli_t *c) {
       case 'j': c->json = true; break;
       case 't': c->top = true; break;
       case 'T':
-        if (!seconds(optarg, &c->timeout)) return usage_error("--timeout: '%s' is not a number of seconds", optarg);
+        if (!seconds(optarg, &c->timeout))
+          return usage_error("--timeout: '%s' is not a number of seconds", optarg);
         break;
       case 'i':
         if (!seconds(optarg, &c->interval))
@@ -130,7 +134,8 @@ static int one(const cli_t *c) {
       fprintf(stderr, PROG ": process %ld has ended (its live stats file %s is stale)\n", c->pid, p.path);
       return 1;
     case LR_NO_ACCESS:
-      fprintf(stderr, PROG ": process %ld belongs to another user: its live stats are not readable\n", c->pid);
+      fprintf(stderr, PROG ": process %ld belongs to another user: its live stats are not readable\n",
+              c->pid);
       return 1;
     case LR_BAD:
       fprintf(stderr, PROG ": process %ld: %s is not a live stats file of this version\n", c->pid, p.path);

@@ -139,8 +139,8 @@ Test(live, a_killed_process_is_stale_and_top_removes_it) {
 }
 
 Test(live, usage_errors_exit_2) {
-  static const char *const bad[] = {"", "abc", "--bogus 1", "1 2", "--top --json", "--timeout 0 1",
-                                    "--iterations x --top"};
+  static const char *const bad[] = {
+      "", "abc", "--bogus 1", "1 2", "--top --json", "--timeout 0 1", "--iterations x --top"};
   it_result r;
   memset(&r, 0, sizeof r);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
