@@ -41,14 +41,14 @@ endif
 TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
 $(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
 
 # The recorder's threads again as a plain program: Criterion cannot start
 # under ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.
 TRACE_TSAN_BIN := $(BUILD)/tests/trace_threads_tsan
 $(TRACE_TSAN_BIN): tests/unit/shim/trace_threads_tsan.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(REPLAY_BIN) $(REPLAY_TEST_BIN) $(TRACE_BENCH_BIN) $(TRACE_TSAN_BIN)
 TEST_BINS += $(REPLAY_TEST_BIN) $(TRACE_TSAN_BIN)

@@ -12,7 +12,7 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_S
 $(SHIM_LIB): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
-	  -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
+	  -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl -lz
 
 # Unit tests of shim modules that need no CUDA at run time (options, parse,
 # report, the trace recorder, the launcher script): one Criterion binary from

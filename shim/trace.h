@@ -16,6 +16,11 @@
  *   segment_alloc      Pointer and Size of a segment the pool got from CUDA
  * cudapool-replay reads it back.
  *
+ * A name ending in ".gz" is written gzip-compressed (zlib, level 1, about a
+ * tenth of the plain size), with a sync flush after every chunk: what is on
+ * disk always decompresses to whole lines, and a file cut short (kill -9)
+ * lacks only gzip's trailer (the replayer uses every line and says so once).
+ *
  * Cost: an event is one relaxed atomic load, a clock read and a 40-byte
  * store into a thread-local 64 KiB buffer; no lock, no syscall, no
  * formatting. A background thread formats and writes full buffers (one
