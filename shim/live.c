@@ -32,6 +32,7 @@
 #include "live_layout.h"
 #include "outputs.h"
 #include "shim.h"
+#include "threads.h"
 
 _Static_assert(CP_LIVE_DEVICES == CP_MAX_DEVICES, "the segment holds every device");
 
@@ -140,27 +141,14 @@ void cp_live_start(void) {
     say(seg_path, err);
     return;
   }
-  sigset_t all, old;
-  pthread_attr_t attr;
-  pthread_t t;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_attr_init(&attr);
-  if (rc == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&t, &attr, publisher, NULL);
-    pthread_attr_destroy(&attr);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int rc = cp_thread_start(publisher, "cudapool-live");
   if (rc != 0) {
     /* Nobody would answer: no segment rather than one that hangs readers. */
     unlink(seg_path);
     munmap(seg, sizeof *seg);
     seg = NULL;
     say("no thread", rc);
-    return;
   }
-  pthread_setname_np(t, "cudapool-live");
 }
 
 bool cp_live_active(void) { return seg != NULL; }

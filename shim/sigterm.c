@@ -36,6 +36,7 @@
 #include "live.h"
 #include "outputs.h"
 #include "shim.h"
+#include "threads.h"
 
 static sem_t go;
 static atomic_bool armed, received;
@@ -98,20 +99,8 @@ void cp_sigterm_arm(void) {
   if (sem_init(&go, 0, 0) != 0) return;
 
   /* The thread starts with every signal blocked, so none is ever its. */
-  sigset_t all, old;
-  pthread_attr_t attr;
-  pthread_t t;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_attr_init(&attr);
-  if (rc == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&t, &attr, reporter, NULL);
-    pthread_attr_destroy(&attr);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) return; /* no thread, no handler: SIGTERM stays native */
-  pthread_setname_np(t, "cudapool-term");
+  if (cp_thread_start(reporter, "cudapool-term") != 0)
+    return; /* no thread, no handler: SIGTERM stays native */
 
   memset(&ours, 0, sizeof ours);
   ours.sa_handler = on_sigterm;

@@ -83,12 +83,11 @@ static int parse(int argc, char **argv, cli_t *c) {
       case 'j': c->json = true; break;
       case 't': c->top = true; break;
       case 'T':
-        if (!seconds(optarg, &c->timeout))
-          return usage_error("--timeout: '%s' is not a number of seconds", optarg);
-        break;
       case 'i':
-        if (!seconds(optarg, &c->interval))
-          return usage_error("--interval: '%s' is not a number of seconds", optarg);
+        if (!seconds(optarg, o == 'T' ? &c->timeout : &c->interval))
+          return usage_error(o == 'T' ? "--timeout: '%s' is not a number of seconds"
+                                      : "--interval: '%s' is not a number of seconds",
+                             optarg);
         break;
       case 'n':
         errno = 0;

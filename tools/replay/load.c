@@ -495,12 +495,8 @@ static void loader_fini(loader_t *L) {
     free(all);
     all = next;
   }
-  free(L->carry);
-  free(L->heap);
-  free(L->msg);
-  free(L->bev);
-  free(L->bline);
-  free(L->btime);
+  void *owned[] = {L->carry, L->heap, L->msg, L->bev, L->bline, L->btime};
+  for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) free(owned[i]);
 }
 
 /* The map's entries are freed here: HASH_CLEAR only forgets them. */
@@ -574,12 +570,8 @@ int rp_load_file(const char *path, const rp_load_opts_t *o, rp_trace_t *t) {
 }
 
 void rp_trace_free(rp_trace_t *t) {
-  free(t->ev);
-  free(t->line);
-  free(t->time);
-  free(t->segment_addr);
-  free(t->segment_size);
-  free(t->path);
+  void *owned[] = {t->ev, t->line, t->time, t->segment_addr, t->segment_size, t->path};
+  for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) free(owned[i]);
   size_t lines = t->lines, errors = t->errors;
   memset(t, 0, sizeof *t);
   /* The counts of a failed load stay: the caller reports them. */
@@ -611,15 +603,26 @@ int rp_cursor_open(rp_cursor_t *c, const rp_trace_t *t) {
   return rc;
 }
 
+/* The batch a cursor hands out: n events of the three arrays. */
+static size_t hand_out(rp_cursor_t *c, const rp_event_t *ev, const uint32_t *line, const double *time,
+                       size_t n) {
+  *c = (rp_cursor_t){.ev = ev,
+                     .line = line,
+                     .time = time,
+                     .n = n,
+                     .t = c->t,
+                     .loader = c->loader,
+                     .counts = c->counts,
+                     .done = c->done};
+  return n;
+}
+
 size_t rp_cursor_next(rp_cursor_t *c) {
   const rp_trace_t *t = c->t;
   if (c->loader == NULL) {
-    if (c->done) return 0;
+    bool first = !c->done;
     c->done = true;
-    c->ev = t->ev;
-    c->line = t->line;
-    c->time = t->time;
-    return c->n = t->n;
+    return first ? hand_out(c, t->ev, t->line, t->time, t->n) : 0;
   }
   loader_t *L = c->loader;
   L->bn = 0;
@@ -627,10 +630,7 @@ size_t rp_cursor_next(rp_cursor_t *c) {
     drain(L);
   else
     pump(L);
-  c->ev = L->bev;
-  c->line = L->bline;
-  c->time = L->btime;
-  return c->n = L->bn;
+  return hand_out(c, L->bev, L->bline, L->btime, L->bn);
 }
 
 void rp_cursor_close(rp_cursor_t *c) {
