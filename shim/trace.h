@@ -1,12 +1,13 @@
 /* trace.h: the allocation-event recorder behind CUDAPOOL_TRACE.
  *
- * Writes every event as one CSV line in RMM's logging-adaptor layout,
+ * Writes every event as one CSV line in RMM's logging-adaptor columns (not
+ * a file RMM's replay benchmark reads: docs/REPLAY.md says why),
  *   Thread,Time,Action,Pointer,Size,Stream
  * e.g. "633,0.021117000,allocate,0x7efd75e00000,3072,(nil)": Thread is the
  * kernel thread id, Time seconds since cp_trace_open on the monotonic clock
  * (nanosecond digits), Pointer and Stream hex or "(nil)" for 0. Actions:
  * allocate, free, "allocate failure", sync_stream, sync_device, and
- * cudapool's extras that an RMM reader skips: the events that change the
+ * cudapool's extras: the events that change the
  * pool's decisions, so that cudapool-replay can make them again:
  *   stream_create      Stream the handle, Size 1 non-blocking, 0 blocking
  *   stream_destroy     Stream the handle
