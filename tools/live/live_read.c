@@ -2,8 +2,11 @@
  * live_read.h and shim/live_layout.h).
  *
  * A segment is opened without following a symbolic link and checked on the
- * descriptor (a regular file, at least the layout's size) before it is
- * mapped; its pid must be the one its name says. */
+ * descriptor (a regular file of this user, at least the layout's size)
+ * before it is mapped; its pid must be the one its name says. Another
+ * user's file is never mapped, root's reader included: its owner could
+ * truncate it under the mapping (SIGBUS) or hold its seqlock odd. A copy
+ * gives up after a bounded number of tries for the same reason. */
 #include "live_read.h"
 
 #include <errno.h>
@@ -38,9 +41,11 @@ enum lr_status lr_open_path(const char *path, lr_proc_t *p) {
   if (fd < 0) return errno == ENOENT ? LR_NONE : errno == EACCES || errno == EPERM ? LR_NO_ACCESS : LR_BAD;
   struct stat st;
   void *m = MAP_FAILED;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(cp_live_segment_t))
+  bool ours = fstat(fd, &st) == 0 && st.st_uid == geteuid();
+  if (ours && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(cp_live_segment_t))
     m = mmap(NULL, sizeof(cp_live_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
+  if (!ours) return LR_NO_ACCESS;
   if (m == MAP_FAILED) return LR_BAD;
   p->seg = m;
   atomic_thread_fence(memory_order_acquire);
@@ -57,12 +62,11 @@ enum lr_status lr_open(long pid, lr_proc_t *p) {
   snprintf(path, sizeof path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(), pid);
   enum lr_status st = lr_open_path(path, p);
   if (st != LR_NONE) return st;
-  /* Another user's process: only root (or that user) may open its file. */
+  /* Another user's process: say so rather than "none". */
   snprintf(path, sizeof path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "*.%ld", pid);
   glob_t g;
   if (glob(path, 0, NULL, &g) != 0) return LR_NONE;
-  for (size_t i = 0; i < g.gl_pathc && st == LR_NONE; i++) st = lr_open_path(g.gl_pathv[i], p);
-  if (st == LR_NONE && g.gl_pathc > 0) st = LR_NO_ACCESS;
+  st = g.gl_pathc > 0 ? LR_NO_ACCESS : LR_NONE;
   globfree(&g);
   return st;
 }
@@ -97,7 +101,7 @@ bool lr_wait(lr_proc_t *p, uint64_t deadline_ns) {
 
 void lr_copy(const lr_proc_t *p, lr_snapshot_t *out) {
   const cp_live_segment_t *s = p->seg;
-  for (;;) {
+  for (long tries = 0; tries < 1000000; tries++) {
     uint64_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
     if (before & 1) continue;
     memcpy(out->header, s->header, sizeof out->header);

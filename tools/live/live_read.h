@@ -35,8 +35,8 @@ enum lr_status {
   LR_NO_ACCESS, /* another user's */
 };
 
-/* Open the segment of pid: CP_LIVE_DIR/cudapool.<euid>.<pid>, else one of
- * another user's that this user may open (root). */
+/* Open the segment of pid: CP_LIVE_DIR/cudapool.<euid>.<pid> (LR_NO_ACCESS
+ * when only another user's exists: never read, root included). */
 enum lr_status lr_open(long pid, lr_proc_t *p);
 /* Open the segment file at path (a name CP_LIVE_PREFIX<uid>.<pid>). */
 enum lr_status lr_open_path(const char *path, lr_proc_t *p);

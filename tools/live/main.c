@@ -133,7 +133,7 @@ static int one(const cli_t *c) {
       fprintf(stderr, PROG ": process %ld has ended (its live stats file %s is stale)\n", c->pid, p.path);
       return 1;
     case LR_NO_ACCESS:
-      fprintf(stderr, PROG ": process %ld belongs to another user: its live stats are not readable\n",
+      fprintf(stderr, PROG ": process %ld belongs to another user: run this as that user\n",
               c->pid);
       return 1;
     case LR_BAD:
@@ -158,13 +158,10 @@ static int one(const cli_t *c) {
   return 3;
 }
 
-/* Every segment of this user (every one, for root), once. */
+/* Every segment of this user, once. */
 static void refresh(const cli_t *c, bool clear) {
   char pattern[128];
-  if (geteuid() == 0)
-    snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "*.*");
-  else
-    snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.*", (unsigned long)geteuid());
+  snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.*", (unsigned long)geteuid());
   static lr_proc_t procs[MAX_PROCS];
   static lr_snapshot_t snap;
   glob_t g;
