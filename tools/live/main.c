@@ -133,8 +133,7 @@ static int one(const cli_t *c) {
       fprintf(stderr, PROG ": process %ld has ended (its live stats file %s is stale)\n", c->pid, p.path);
       return 1;
     case LR_NO_ACCESS:
-      fprintf(stderr, PROG ": process %ld belongs to another user: run this as that user\n",
-              c->pid);
+      fprintf(stderr, PROG ": process %ld belongs to another user: run this as that user\n", c->pid);
       return 1;
     case LR_BAD:
       fprintf(stderr, PROG ": process %ld: %s is not a live stats file of this version\n", c->pid, p.path);
