@@ -48,8 +48,8 @@ enum lr_status lr_open_path(const char *path, lr_proc_t *p) {
   if (!ours) return LR_NO_ACCESS;
   if (m == MAP_FAILED) return LR_BAD;
   p->seg = m;
-  atomic_thread_fence(memory_order_acquire);
-  if (memcmp(p->seg->magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC) != 0 || p->seg->layout != CP_LIVE_LAYOUT ||
+  uint32_t layout = atomic_load_explicit(&p->seg->layout, memory_order_acquire);
+  if (layout != CP_LIVE_LAYOUT || memcmp(p->seg->magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC) != 0 ||
       p->seg->stats_size != sizeof(cudapool_stats_t) || p->seg->pid != p->pid) {
     lr_close(p);
     return LR_BAD;
@@ -109,8 +109,8 @@ void lr_copy(const lr_proc_t *p, lr_snapshot_t *out) {
     out->ndevices = n < 0 ? 0 : n > CP_LIVE_DEVICES ? CP_LIVE_DEVICES : n;
     out->published_ns = s->published_ns;
     memcpy(out->devices, s->devices, (size_t)out->ndevices * sizeof *out->devices);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&s->seq, memory_order_relaxed) == before) break;
+    /* A release read-modify-write (adding 0): no load above moves below it. */
+    if (atomic_fetch_add_explicit((_Atomic uint64_t *)&s->seq, 0, memory_order_acq_rel) == before) break;
   }
   out->header[sizeof out->header - 1] = '\0';
 }
