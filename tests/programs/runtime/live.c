@@ -12,18 +12,32 @@
  * (none: no file), and "live: errors=N" (the CUDA calls that failed).
  * kill9 / term: instead of reading, end by SIGKILL (which leaves the file
  * behind, stale) or SIGTERM (whose orderly end removes it) after that line. */
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "progs.h"
 
-static int reader(const char *reader, const char *args, const char *dir, const char *out) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "'%s' %s > '%s/%s'", reader, args, dir, out);
-  int st = system(cmd);
+/* Runs READER with args (NULL-terminated) and its stdout in DIR/out, with
+ * no shell in between (a shell under the sanitizers' preload may not run);
+ * its exit status, or 128 + the signal that ended it. */
+static int reader(const char *const *args, const char *dir, const char *out) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, out);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  int st = -1;
+  if (posix_spawn(&pid, args[0], &fa, NULL, (char *const *)args, environ) == 0) waitpid(pid, &st, 0);
+  posix_spawn_file_actions_destroy(&fa);
+  if (st == -1) return 127;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -46,11 +60,13 @@ int main(int argc, char **argv) {
 
   char pid[32], file[128];
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
-  int text = reader(argv[1], pid, argv[2], "live.txt");
-  char json_args[64];
-  snprintf(json_args, sizeof json_args, "%s --json", pid);
-  int json = reader(argv[1], json_args, argv[2], "live.json");
-  int top = reader(argv[1], "--top --iterations 1", argv[2], "top.txt");
+  /* A long timeout: a loaded machine under a sanitizer may be slow to
+   * schedule the publisher, and an answer must come whatever the speed. */
+  int text = reader((const char *const[]){argv[1], pid, "--timeout", "120", NULL}, argv[2], "live.txt");
+  int json =
+      reader((const char *const[]){argv[1], pid, "--json", "--timeout", "120", NULL}, argv[2], "live.json");
+  int top = reader((const char *const[]){argv[1], "--top", "--iterations", "1", "--timeout", "120", NULL},
+                   argv[2], "top.txt");
   snprintf(file, sizeof file, "/dev/shm/cudapool.%lu.%ld", (unsigned long)geteuid(), (long)getpid());
   struct stat st;
   if (lstat(file, &st) == 0)

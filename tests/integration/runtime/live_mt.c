@@ -1,4 +1,4 @@
-/* live.c: the live counters of a running process, read from outside
+/* live_mt.c: the live counters of a running process, read from outside
  * (cudapool-stats: `cudapool stats PID`, `cudapool top`; shim/live.c).
  *
  * Decisions pinned here, and documented in docs/OPTIONS.md:
