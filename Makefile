@@ -80,6 +80,7 @@ include mk/core.mk
 -include mk/fakecudart.mk
 -include mk/fakecuda.mk
 -include mk/replay.mk
+-include mk/live.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk
 -include mk/python.mk

@@ -9,12 +9,17 @@
  * Thread CPU time, not wall time: with more threads than cores, wall time
  * per event measures the scheduler. The writer's side (formatting, write())
  * runs on its own thread; its throughput is printed as
- *   trace_writer: N Mevents/s (wall time of the whole run, 4 threads)
+ *   trace_writer: N Mevents/s (wall time of the whole run, 4 threads), and
+ *   the file's bytes per event
+ * then the same into a gzip'd file (a name ending in .gz), whose writer
+ * compresses: a writer slower than the recording threads makes them wait
+ * when its queue is full, which shows in their cost per event.
  * Every event must reach the file (written == recorded), else exit 1. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,16 +86,22 @@ static double run(const char *path, int threads, uint64_t *wall_ns) {
   return (double)cpu / ((double)threads * EVENTS_PER_THREAD);
 }
 
-int main(void) {
+/* One file kind: plain (.csv) or gzip'd (.csv.gz). 0 or 1. */
+static int bench(const char *suffix, const char *what) {
   char path[64];
-  snprintf(path, sizeof path, "/tmp/cudapool-trace-bench-%ld.csv", (long)getpid());
+  snprintf(path, sizeof path, "/tmp/cudapool-trace-bench-%ld%s", (long)getpid(), suffix);
   uint64_t wall1, wall4;
   double one = run(path, 1, &wall1), four = run(path, 4, &wall4);
+  struct stat st;
+  long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : -1;
   unlink(path);
   if (one == 0 || four == 0) return 1;
-  printf("trace_event: %.1f ns/event (1 thread)\n", one);
-  printf("trace_event: %.1f ns/event (4 threads)\n", four);
-  printf("trace_writer: %.1f Mevents/s (4 threads, to the file)\n",
-         4.0 * EVENTS_PER_THREAD / ((double)wall4 / 1e9) / 1e6);
+  printf("trace_event: %.1f ns/event (1 thread%s)\n", one, what);
+  printf("trace_event: %.1f ns/event (4 threads%s)\n", four, what);
+  printf("trace_writer: %.1f Mevents/s (4 threads, to the file%s), %.1f bytes/event\n",
+         4.0 * EVENTS_PER_THREAD / ((double)wall4 / 1e9) / 1e6, what,
+         (double)bytes / (4.0 * EVENTS_PER_THREAD));
   return 0;
 }
+
+int main(void) { return bench(".csv", "") || bench(".csv.gz", ", gzip"); }

@@ -4,7 +4,8 @@
 #                              the library and its two links (mk/shim.mk)
 #   include/cudapool.h         the control API
 #   lib/pkgconfig/cudapool.pc  from mk/cudapool.pc.in, with PREFIX and VERSION
-#   bin/cudapool, bin/cudapool-replay, bin/cudapool-plot  (INSTALL_PROGRAMS)
+#   bin/cudapool, bin/cudapool-replay, bin/cudapool-plot, bin/cudapool-stats
+#                              (INSTALL_PROGRAMS)
 #   share/man/man1/cudapool.1  from docs/cudapool.1
 # The layout under PREFIX is fixed: the installed launcher finds the library
 # as ../lib/libcudapool.so from its own folder. uninstall removes exactly

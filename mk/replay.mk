@@ -41,19 +41,25 @@ endif
 TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
 $(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
 
 # The recorder's threads again as a plain program: Criterion cannot start
 # under ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.
 TRACE_TSAN_BIN := $(BUILD)/tests/trace_threads_tsan
 $(TRACE_TSAN_BIN): tests/unit/shim/trace_threads_tsan.c $(TRACE_OBJ) shim/trace.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
 
-ALL_TARGETS += $(REPLAY_BIN) $(REPLAY_TEST_BIN) $(TRACE_BENCH_BIN) $(TRACE_TSAN_BIN)
+# The replayer's peak memory against the trace's length (streamed: flat).
+REPLAY_MEM_BENCH_BIN := $(BUILD)/bench/replay_mem_bench
+$(REPLAY_MEM_BENCH_BIN): bench/replay_mem_bench.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $< -o $@ -lz $(LDFLAGS_BASE)
+
+ALL_TARGETS += $(REPLAY_BIN) $(REPLAY_TEST_BIN) $(TRACE_BENCH_BIN) $(TRACE_TSAN_BIN) $(REPLAY_MEM_BENCH_BIN)
 TEST_BINS += $(REPLAY_TEST_BIN) $(TRACE_TSAN_BIN)
 TSAN_TEST_BINS += $(TRACE_TSAN_BIN)
-BENCH_CMDS += $(TRACE_BENCH_BIN)
+BENCH_CMDS += $(TRACE_BENCH_BIN) $(REPLAY_MEM_BENCH_BIN)
 
 # The line parser and loader under libFuzzer. `make fuzz` (mk/fuzz.mk) runs
 # this one too, for FUZZ_TIME seconds, before the options fuzzer; new inputs

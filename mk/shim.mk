@@ -20,7 +20,7 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_S
 $(BUILD)/$(SHIM_REAL_NAME): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
-	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl
+	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl -lz
 
 # Relative links, so that the build folder can move. make sees a link's
 # target's time, so neither is redone while the library is unchanged.

@@ -46,6 +46,10 @@ static const char *mode_name(cp_mode_t m) {
   return m == CP_MODE_SYNC ? "sync" : m == CP_MODE_UNSAFE_IMMEDIATE ? "unsafe-immediate" : "auto";
 }
 
+void cp_report_header_now(char *buf, size_t cap) {
+  cp_report_header(buf, cap, (long)getpid(), mode_name(cp_opts.mode), &cp_opts.limit);
+}
+
 void cp_print_report(FILE *out, cp_format_t format) {
   cudapool_stats_t devs[CP_MAX_DEVICES];
   int n = cp_device_stats_all(devs, CP_MAX_DEVICES);
@@ -54,7 +58,7 @@ void cp_print_report(FILE *out, cp_format_t format) {
     return;
   }
   char header[160];
-  cp_report_header(header, sizeof header, (long)getpid(), mode_name(cp_opts.mode), &cp_opts.limit);
+  cp_report_header_now(header, sizeof header);
   cp_report_text(out, devs, n, header);
 }
 

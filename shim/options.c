@@ -97,6 +97,9 @@ static const cp_option_desc_t cp_option_table[] = {
      DEFAULT_IS("0: ordinary segments"), "1/true/on/yes or 0/false/off/no",
      "1 = expandable segments: large blocks in reserved virtual ranges whose 2 MiB pages are mapped on "
      "demand"},
+    {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
+     "1/true/on/yes or 0/false/off/no",
+     "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])

@@ -54,6 +54,7 @@ typedef struct cp_options {
   char trace[CP_OPTION_PATH_MAX]; /* CUDAPOOL_TRACE: "" off, else a path (%p expanded) */
   cp_layer_t layer;               /* CUDAPOOL_LAYER: runtime | driver | both */
   bool expandable;                /* CUDAPOOL_EXPANDABLE: large pool on CUDA virtual memory */
+  bool live;                      /* CUDAPOOL_LIVE: counters readable by `cudapool stats PID` */
 } cp_options_t;
 
 /* Fill *out from the environment through get (NULL = cp_options_getenv). A

@@ -18,6 +18,7 @@
 
 #include "device.h"
 #include "entry_stats.h"
+#include "live.h"
 #include "outfile.h"
 #include "shim.h"
 #include "sigterm.h"
@@ -50,6 +51,7 @@ static void trace_path(char *path, size_t cap) {
 }
 
 void cp_outputs_start(void) {
+  cp_live_start();
   cp_sigterm_arm();
   if (!cp_opts.trace[0]) return;
   int err = cp_trace_open(cp_opts.trace);
@@ -117,5 +119,6 @@ void cp_outputs_end(void) {
    * child of a fork() is inactive (layer.c), so a parent's end_once caught
    * half way never stops it. */
   if (!cp_shim_active()) return;
+  cp_live_end();
   pthread_once(&end_once, end_outputs);
 }

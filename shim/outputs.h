@@ -14,7 +14,9 @@
  *     warning at exit;
  *   - every warning is one line naming the variable, its value (escaped) and
  *     the file when %p made it differ, the reason and what happens instead.
- *   - a process stopped by SIGTERM writes both as at exit (sigterm.h).
+ *   - a process stopped by SIGTERM writes both as at exit (sigterm.h);
+ *   - the live stats segment (live.h) is made at start, before SIGTERM is
+ *     armed, and its file removed at exit or on SIGTERM.
  * cp_outputs_start is called once, from layer.c; cp_outputs_end from
  * init.c's destructor and from sigterm.c's thread (it writes once); never
  * from an allocation path. */
@@ -34,5 +36,8 @@ void cp_outputs_end(void);
 
 /* The exit report of every device used, text or JSON (init.c). */
 void cp_print_report(FILE *out, cp_format_t format);
+/* Its header line, "process N, version V, mode M, limit L" (init.c; the
+ * live stats show the same). */
+void cp_report_header_now(char *buf, size_t cap);
 
 #endif

@@ -33,8 +33,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "live.h"
 #include "outputs.h"
 #include "shim.h"
+#include "threads.h"
 
 static sem_t go;
 static atomic_bool armed, received;
@@ -94,25 +96,13 @@ static bool is_default(const struct sigaction *sa) {
 
 void cp_sigterm_arm(void) {
   struct sigaction cur, prev;
-  if ((!cp_opts.stats[0] && !cp_opts.trace[0]) || cp_opts.disable) return;
+  if ((!cp_opts.stats[0] && !cp_opts.trace[0] && !cp_live_active()) || cp_opts.disable) return;
   if (sigaction(SIGTERM, NULL, &cur) != 0 || !is_default(&cur)) return;
   if (sem_init(&go, 0, 0) != 0) return;
 
   /* The thread starts with every signal blocked, so none is ever its. */
-  sigset_t all, old;
-  pthread_attr_t attr;
-  pthread_t t;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_attr_init(&attr);
-  if (rc == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&t, &attr, reporter, NULL);
-    pthread_attr_destroy(&attr);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) return; /* no thread, no handler: SIGTERM stays native */
-  pthread_setname_np(t, "cudapool-term");
+  if (cp_thread_start(reporter, "cudapool-term") != 0)
+    return; /* no thread, no handler: SIGTERM stays native */
 
   /* SA_RESTART: the program's system calls see no EINTR from it. */
   if (set_sigterm_action(on_sigterm, SA_RESTART, &prev) != 0) return;

@@ -6,7 +6,8 @@
  * Rules (docs/OPTIONS.md, "Stopped by SIGTERM"):
  *   - armed at the shim's activation (layer.c, the first CUDA call), only
  *     when there is something to write (CUDAPOOL_STATS or CUDAPOOL_TRACE)
- *     and only when SIGTERM's disposition is still SIG_DFL: a program that
+ *     or a live stats file to remove (live.h), and only when SIGTERM's
+ *     disposition is still SIG_DFL: a program that
  *     handles or ignores SIGTERM keeps it as it is, and one that installs a
  *     handler later replaces cudapool's;
  *   - on SIGTERM the report is written and the trace closed as at exit, then

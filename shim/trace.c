@@ -24,7 +24,12 @@
  *
  * The file is opened, written and closed through outfile.c (no symbolic link
  * followed, %p replaced at open, no SIGPIPE); the first write or close error
- * of an open is kept in g.err for the shim to report at exit.
+ * of an open is kept in g.err for the shim to report at exit. A name ending
+ * in ".gz" is written through zlib's deflate (gzip wrapper, level 1: the
+ * writer thread must keep up with the recording threads), with a sync flush
+ * after every chunk, so that what is on disk always decompresses to whole
+ * lines; the deflate state is the writer's, under file_lock, like the
+ * descriptor.
  *
  * Lock order: g.lock, then g.file_lock. Nothing here prints or aborts: this
  * runs inside the host program. */
@@ -40,6 +45,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "outfile.h"
 #include "util.h"
@@ -49,6 +55,7 @@
 #define MAX_SPARE 16
 #define FLUSH_NS (200 * 1000000ull)
 #define LINE_MAX_BYTES 192
+#define GZ_OUT_BYTES (64 * 1024)
 
 typedef struct rec {
   uint64_t ns;
@@ -88,6 +95,8 @@ static struct {
   int fd;
   uint64_t t0;
   char *out;       /* formatting buffer (file_lock) */
+  z_stream *z;     /* gzip'd file: the deflate state (file_lock); NULL: plain */
+  Bytef *zout;     /* deflate's output buffer (file_lock) */
   tbuf_t *scratch; /* copy of a partial buffer (writer only) */
   _Atomic uint64_t written, dropped;
   _Atomic int err; /* first write or close error since the last open */
@@ -169,6 +178,23 @@ static void keep_error(int err) {
   if (err != 0) atomic_compare_exchange_strong(&g.err, &none, err);
 }
 
+/* n bytes of whole lines to fd, compressed through z when it is set (then
+ * flush is Z_SYNC_FLUSH, or Z_FINISH at close). 0 or an errno. */
+static int put_bytes(int fd, z_stream *z, Bytef *zout, const void *buf, size_t n, int flush) {
+  if (z == NULL) return cp_outfile_write(fd, buf, n);
+  z->next_in = (Bytef *)buf;
+  z->avail_in = (uInt)n;
+  do {
+    z->next_out = zout;
+    z->avail_out = GZ_OUT_BYTES;
+    if (deflate(z, flush) == Z_STREAM_ERROR) return EIO;
+    size_t have = GZ_OUT_BYTES - z->avail_out;
+    int err = have ? cp_outfile_write(fd, zout, have) : 0;
+    if (err != 0) return err;
+  } while (z->avail_out == 0);
+  return 0;
+}
+
 /* Records [from, to) of b as one write of whole lines. */
 static void write_range(const tbuf_t *b, uint32_t from, uint32_t to) {
   if (from >= to) return;
@@ -177,7 +203,7 @@ static void write_range(const tbuf_t *b, uint32_t from, uint32_t to) {
   if (ok) {
     char *p = g.out;
     for (uint32_t i = from; i < to; i++) p = format_rec(p, b->tid, &b->rec[i]);
-    int err = cp_outfile_write(g.fd, g.out, (size_t)(p - g.out));
+    int err = put_bytes(g.fd, g.z, g.zout, g.out, (size_t)(p - g.out), Z_SYNC_FLUSH);
     keep_error(err);
     ok = err == 0;
   }
@@ -216,12 +242,20 @@ static void push_queue(tbuf_t *b) {
   pthread_cond_signal(&g.wake);
 }
 
-static tbuf_t *pop_queue(void) {
-  tbuf_t *b = g.qhead;
+/* The first buffer of the queue or of the spares, taken off the list. */
+static tbuf_t *take_first(tbuf_t **head, size_t *len) {
+  tbuf_t *b = *head;
   if (b) {
-    g.qhead = b->next;
+    *head = b->next;
+    (*len)--;
+  }
+  return b;
+}
+
+static tbuf_t *pop_queue(void) {
+  tbuf_t *b = take_first(&g.qhead, &g.qlen);
+  if (b) {
     if (!g.qhead) g.qtail = NULL;
-    g.qlen--;
     pthread_cond_broadcast(&g.room);
   }
   return b;
@@ -346,6 +380,8 @@ static void fork_child(void) {
   g.qlen = 0;
   g.writer_running = false;
   g.out = NULL;
+  g.z = NULL; /* the parent's, like the buffers */
+  g.zout = NULL;
   g.scratch = NULL;
   if (my_buf) my_buf->attached = false;
   pthread_mutex_unlock(&g.file_lock);
@@ -363,14 +399,8 @@ static void init_once(void) {
 }
 
 static tbuf_t *new_buf(void) {
-  tbuf_t *b = g.spare;
-  if (b) {
-    g.spare = b->next;
-    g.nspare--;
-  } else {
-    b = malloc(sizeof *b);
-    if (!b) return NULL;
-  }
+  tbuf_t *b = take_first(&g.spare, &g.nspare);
+  if (!b && !(b = malloc(sizeof *b))) return NULL;
   b->next = b->prev = NULL;
   b->flushed = 0;
   atomic_store_explicit(&b->count, 0, memory_order_relaxed);
@@ -458,6 +488,29 @@ void cp_trace_counts(uint64_t *written, uint64_t *dropped) {
   if (dropped) *dropped = atomic_load_explicit(&g.dropped, memory_order_relaxed);
 }
 
+static bool is_gz_name(const char *path) {
+  size_t n = strlen(path);
+  return n >= 3 && strcmp(path + n - 3, ".gz") == 0;
+}
+
+/* A deflate state writing gzip, and its output buffer. 0 or ENOMEM. */
+static int gz_start(z_stream **z, Bytef **zout) {
+  *z = calloc(1, sizeof **z);
+  *zout = malloc(GZ_OUT_BYTES);
+  if (*z && *zout && deflateInit2(*z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK) return 0;
+  free(*z);
+  free(*zout);
+  *z = NULL;
+  *zout = NULL;
+  return ENOMEM;
+}
+
+static void gz_end(z_stream *z, Bytef *zout) {
+  if (z) deflateEnd(z);
+  free(z);
+  free(zout);
+}
+
 int cp_trace_open(const char *path) {
   static const char header[] = "Thread,Time,Action,Pointer,Size,Stream\n";
   if (path == NULL) return EINVAL;
@@ -469,12 +522,16 @@ int cp_trace_open(const char *path) {
   }
   int fd = cp_outfile_open(path, NULL, 0);
   int rc = fd < 0 ? -fd : 0;
-  if (rc == 0) rc = cp_outfile_write(fd, header, sizeof header - 1);
+  z_stream *z = NULL;
+  Bytef *zout = NULL;
+  if (rc == 0 && is_gz_name(path)) rc = gz_start(&z, &zout);
+  if (rc == 0) rc = put_bytes(fd, z, zout, header, sizeof header - 1, Z_SYNC_FLUSH);
   char *out = rc ? NULL : malloc(REC_PER_BUF * LINE_MAX_BYTES);
   tbuf_t *scratch = rc ? NULL : malloc(sizeof *scratch);
   if (rc == 0 && (!out || !scratch)) rc = ENOMEM;
   if (rc != 0) {
     if (fd >= 0) cp_outfile_close(fd);
+    gz_end(z, zout);
     free(out);
     free(scratch);
     pthread_mutex_unlock(&g.lock);
@@ -484,6 +541,8 @@ int cp_trace_open(const char *path) {
   pthread_mutex_lock(&g.file_lock);
   g.fd = fd;
   g.out = out;
+  g.z = z;
+  g.zout = zout;
   pthread_mutex_unlock(&g.file_lock);
   g.scratch = scratch;
   /* Anything still queued raced with the last close and belongs to it. */
@@ -526,6 +585,10 @@ void cp_trace_close(void) {
     flush_all(g.scratch, gen);
   }
   pthread_mutex_lock(&g.file_lock);
+  if (g.z) keep_error(put_bytes(g.fd, g.z, g.zout, NULL, 0, Z_FINISH));
+  gz_end(g.z, g.zout);
+  g.z = NULL;
+  g.zout = NULL;
   keep_error(cp_outfile_close(g.fd));
   g.fd = -1;
   free(g.out);

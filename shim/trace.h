@@ -1,12 +1,13 @@
 /* trace.h: the allocation-event recorder behind CUDAPOOL_TRACE.
  *
- * Writes every event as one CSV line in RMM's logging-adaptor layout,
+ * Writes every event as one CSV line in RMM's logging-adaptor columns (not
+ * a file RMM's replay benchmark reads: docs/REPLAY.md says why),
  *   Thread,Time,Action,Pointer,Size,Stream
  * e.g. "633,0.021117000,allocate,0x7efd75e00000,3072,(nil)": Thread is the
  * kernel thread id, Time seconds since cp_trace_open on the monotonic clock
  * (nanosecond digits), Pointer and Stream hex or "(nil)" for 0. Actions:
  * allocate, free, "allocate failure", sync_stream, sync_device, and
- * cudapool's extras that an RMM reader skips: the events that change the
+ * cudapool's extras: the events that change the
  * pool's decisions, so that cudapool-replay can make them again:
  *   stream_create      Stream the handle, Size 1 non-blocking, 0 blocking
  *   stream_destroy     Stream the handle
@@ -15,6 +16,11 @@
  *   per_thread_stream  the program used the per-thread default stream (once)
  *   segment_alloc      Pointer and Size of a segment the pool got from CUDA
  * cudapool-replay reads it back.
+ *
+ * A name ending in ".gz" is written gzip-compressed (zlib, level 1, about a
+ * tenth of the plain size), with a sync flush after every chunk: what is on
+ * disk always decompresses to whole lines, and a file cut short (kill -9)
+ * lacks only gzip's trailer (the replayer uses every line and says so once).
  *
  * Cost: an event is one relaxed atomic load, a clock read and a 40-byte
  * store into a thread-local 64 KiB buffer; no lock, no syscall, no

@@ -24,12 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *filled = calloc(t.nslots ? t.nslots : 1, 1);
   for (size_t i = 0; i < t.n && filled; i++) {
     const rp_event_t *e = &t.ev[i];
+    /* A slot is taken by one live block at a time (slots are recycled). */
     if (e->op == RP_OP_ALLOC) {
       if (e->slot >= t.nslots || filled[e->slot]) abort();
       filled[e->slot] = 1;
     } else if (e->op == RP_OP_FREE) {
       if (e->slot >= t.nslots || filled[e->slot] != 1) abort();
-      filled[e->slot] = 2;
+      filled[e->slot] = 0;
     }
   }
   free(filled);

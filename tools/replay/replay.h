@@ -2,9 +2,10 @@
  *
  * Three stages, one file each:
  *   parse.c  one CSV line -> rp_line_t (pure: no allocation, no I/O; fuzzed)
- *   load.c   a whole trace (file, .gz or memory) -> rp_trace_t: lines parsed,
+ *   load.c   a trace (file, .gz or memory) -> rp_trace_t: lines parsed,
  *            put in time order, trace pointers resolved to dense slot numbers
- *            so that the replay loop does no hashing
+ *            so that the replay loop does no hashing; a file is streamed
+ *            (each run reads it again through an rp_cursor_t), not held
  *   run.c    rp_trace_t + options -> rp_result_t by driving the real core
  *            (core/pool.h) on the simulated device (core/sim_backend.h)
  * report.c prints results (text, JSON, the --compare table) and main.c is the
@@ -87,11 +88,15 @@ typedef struct rp_event {
 } rp_event_t;
 
 typedef struct rp_trace {
+  /* The events: held here (ev, line, time; rp_load_mem, or a file too far
+   * out of time order to stream), or, when path is set, read again from
+   * the file by each rp_cursor_t. Read them through a cursor either way. */
+  char *path;
   rp_event_t *ev;
   uint32_t *line; /* line of each event in the input */
   double *time;   /* seconds of each event */
-  size_t n;
-  uint32_t nslots;
+  size_t n, cap;
+  uint32_t nslots; /* slots are recycled: the most blocks live at once */
   /* what the input held */
   size_t lines, allocs, frees, syncs, alloc_failures, skipped, zero_allocs, errors;
   size_t decisions; /* stream, capture and per-thread-stream events */
@@ -99,7 +104,7 @@ typedef struct rp_trace {
    * hands out the same addresses while the replay follows the live run. */
   uintptr_t *segment_addr;
   size_t *segment_size;
-  size_t nsegments;
+  size_t nsegments, capsegments;
   uint64_t peak_live; /* most bytes live at once, exact request sizes */
   bool reordered;     /* lines were not in time order and were sorted */
 } rp_trace_t;
@@ -114,10 +119,31 @@ typedef struct rp_load_opts {
 /* 0: loaded (bad lines skipped and counted in t->errors); 2: a bad line with
  * stop_on_error (t->errors > 0: the counts stay after a failure); an errno
  * when the file cannot be read or memory runs out (message written; ENOENT
- * is 2 as well, with t->errors 0). */
+ * is 2 as well, with t->errors 0). rp_load_file reads the whole file once
+ * for the counts and messages and keeps its name for the cursors; only a
+ * file whose lines are out of time order by more than the loader's window
+ * (load.c) is held in memory. rp_load_mem holds the events. */
 int rp_load_file(const char *path, const rp_load_opts_t *o, rp_trace_t *t);
 int rp_load_mem(const char *buf, size_t len, const rp_load_opts_t *o, rp_trace_t *t);
 void rp_trace_free(rp_trace_t *t);
+
+/* The events of a loaded trace, in order, a batch at a time: after
+ * rp_cursor_next returns n > 0, ev[0..n), line[0..n) and time[0..n) are the
+ * next n events (valid until the next call). */
+typedef struct rp_cursor {
+  const rp_event_t *ev;
+  const uint32_t *line;
+  const double *time;
+  size_t n;
+  const rp_trace_t *t;
+  struct loader *loader; /* streamed: the file read again */
+  rp_trace_t *counts;    /* the second reading's own counts (unused) */
+  bool done;
+} rp_cursor_t;
+/* 0, or an errno (the file cannot be opened again, no memory). */
+int rp_cursor_open(rp_cursor_t *c, const rp_trace_t *t);
+size_t rp_cursor_next(rp_cursor_t *c); /* 0 at the end */
+void rp_cursor_close(rp_cursor_t *c);
 
 /* ---- model.c ---------------------------------------------------------- */
 

@@ -9,9 +9,11 @@
  * A trace's sync_stream/sync_device become cp_sync_mark + the shim's own rule
  * (cp_synced_stream) / cp_sync_device in every mode.
  *
- * Timing: the loop over events does nothing but the core calls and a slot
- * store, so (loop time - time spent reading stats at OOMs) / ops is the cost
- * of the core calls. Each timed run gets a fresh pool and device; the best of
+ * Timing: the loop over a batch of events does nothing but the core calls
+ * and a slot store, so (the batches' loop time - time spent reading stats
+ * at OOMs) / ops is the cost of the core calls; reading and parsing the
+ * next batch (rp_cursor_next: a streamed trace is read again for every
+ * run) is off the clock. Each timed run gets a fresh pool and device; the best of
  * `repeat` runs is kept, because on a shared machine noise only adds. The
  * timeline run is separate and untimed: it reads the stats after every event.
  *
@@ -88,16 +90,16 @@ static void run_close(run_t *R) {
 }
 
 /* Off the clock: what the pool looked like when it could not serve. */
-static void note_oom(run_t *R, const rp_trace_t *t, size_t i) {
+static void note_oom(run_t *R, const rp_event_t *e, uint32_t line, double time) {
   uint64_t t0 = now_ns();
   cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
   cp_get_stats(R->pool, &s);
   rp_oom_t *m = cp_push(&R->ooms, &R->nooms, &R->capooms, sizeof *m);
   if (m) {
     *m = (rp_oom_t){
-        .line = t->line[i],
-        .time = t->time[i],
-        .size = t->ev[i].size,
+        .line = line,
+        .time = time,
+        .size = e->size,
         .reserved = (uint64_t)s.reserved_bytes.current,
         .allocated = (uint64_t)s.allocated_bytes.current,
         .cached = (uint64_t)s.cached_bytes.current,
@@ -115,7 +117,6 @@ static void timeline_row(FILE *f, cp_pool_t *pool, double time, const char *mark
           (long long)s.reserved_bytes.current, (unsigned long long)s.largest_free_block, marker);
 }
 
-/* The replay loop. Returns the ns it took, less the OOM bookkeeping. */
 /* A decision event: the model changes, and with it what the shim would pass
  * and what a barrier would cost or whether one may be issued. */
 static void decide(run_t *R, rp_model_t *m, const rp_event_t *e, const rp_opts_t *o, uint64_t *keymask) {
@@ -131,54 +132,68 @@ static void decide(run_t *R, rp_model_t *m, const rp_event_t *e, const rp_opts_t
   R->sim.barrier_enabled = o->reuse == RP_REUSE_BARRIER && rp_model_barrier_allowed(m);
 }
 
-static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *timeline) {
+/* The replay loop. Returns the ns the batches took, less the OOM
+ * bookkeeping; *rc: 0, or the errno of a trace that could not be read again. */
+static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *timeline, int *rc) {
   cp_pool_t *pool = R->pool;
   uintptr_t *slots = R->slots;
   uint64_t keymask = o->thread_key ? UINT64_MAX : 0;
   rp_model_t model = {0};
+  rp_cursor_t c;
+  if ((*rc = rp_cursor_open(&c, t)) != 0) return 0;
   /* Long traces: every step-th row plus every marked one, at most ~200k rows. */
   const size_t step = t->n / 200000 + 1;
-  uint64_t t0 = now_ns();
-  for (size_t i = 0; i < t->n; i++) {
-    const rp_event_t *e = &t->ev[i];
-    const char *marker = "";
-    switch (e->op) {
-      case RP_OP_ALLOC: {
-        uintptr_t addr = 0;
-        if (cp_alloc(pool, e->size, e->stream, e->key & keymask, &addr) != 0) {
-          addr = 0;
-          note_oom(R, t, i);
-          marker = "oom";
+  uint64_t busy = 0;
+  size_t i = 0;
+  for (size_t n; (n = rp_cursor_next(&c)) > 0;) {
+    const rp_event_t *ev = c.ev;
+    const uint32_t *line = c.line;
+    const double *time = c.time;
+    uint64_t t0 = now_ns();
+    for (size_t k = 0; k < n; k++, i++) {
+      const rp_event_t *e = &ev[k];
+      const char *marker = "";
+      switch (e->op) {
+        case RP_OP_ALLOC: {
+          uintptr_t addr = 0;
+          if (cp_alloc(pool, e->size, e->stream, e->key & keymask, &addr) != 0) {
+            addr = 0;
+            note_oom(R, e, line[k], time[k]);
+            marker = "oom";
+          }
+          slots[e->slot] = addr;
+          break;
         }
-        slots[e->slot] = addr;
-        break;
+        case RP_OP_FREE:
+          if (slots[e->slot] == 0)
+            R->skipped_frees++;
+          else if (cp_free(pool, slots[e->slot], e->key & keymask, 0) != 0)
+            R->free_errors++; /* a pool bug: the slot came from cp_alloc */
+          break;
+        case RP_OP_SYNC_STREAM:
+          /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
+          if (e->stream <= 1 && model.nonblocking == 0)
+            cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
+          cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, model.nonblocking != 0);
+          break;
+        case RP_OP_SYNC_DEVICE:
+          cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
+          cp_sync_device(pool, cp_sync_mark(pool));
+          break;
+        case RP_OP_EMPTY_CACHE:
+          cp_empty_cache(pool);
+          marker = "empty_cache";
+          break;
+        default: decide(R, &model, e, o, &keymask); break;
       }
-      case RP_OP_FREE:
-        if (slots[e->slot] == 0)
-          R->skipped_frees++;
-        else if (cp_free(pool, slots[e->slot], e->key & keymask, 0) != 0)
-          R->free_errors++; /* a pool bug: the slot came from cp_alloc */
-        break;
-      case RP_OP_SYNC_STREAM:
-        /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
-        if (e->stream <= 1 && model.nonblocking == 0) cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
-        cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, model.nonblocking != 0);
-        break;
-      case RP_OP_SYNC_DEVICE:
-        cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
-        cp_sync_device(pool, cp_sync_mark(pool));
-        break;
-      case RP_OP_EMPTY_CACHE:
-        cp_empty_cache(pool);
-        marker = "empty_cache";
-        break;
-      default: decide(R, &model, e, o, &keymask); break;
+      if (timeline && (i % step == 0 || marker[0] || i + 1 == t->n))
+        timeline_row(timeline, pool, time[k], marker);
     }
-    if (timeline && (i % step == 0 || marker[0] || i + 1 == t->n))
-      timeline_row(timeline, pool, t->time[i], marker);
+    busy += now_ns() - t0;
   }
+  rp_cursor_close(&c);
   rp_model_free(&model);
-  return now_ns() - t0 - R->excluded_ns;
+  return busy - R->excluded_ns;
 }
 
 static void collect(run_t *R, const rp_trace_t *t, rp_result_t *r) {
@@ -224,7 +239,11 @@ int rp_run(const rp_trace_t *t, const rp_opts_t *o, rp_result_t *r) {
     run_t R;
     int rc = run_open(&R, t, o);
     if (rc != 0) return rc;
-    uint64_t ns = replay(&R, t, o, NULL);
+    uint64_t ns = replay(&R, t, o, NULL, &rc);
+    if (rc != 0) {
+      run_close(&R);
+      return rc;
+    }
     if (ns < best) best = ns;
     if (k == 0) /* the replay is deterministic: every run gives the same figures */
       collect(&R, t, r);
@@ -235,7 +254,8 @@ int rp_run(const rp_trace_t *t, const rp_opts_t *o, rp_result_t *r) {
     run_t R;
     if (run_open(&R, t, o) == 0) {
       fprintf(o->timeline, "time,allocated,reserved,largest_free,marker\n");
-      replay(&R, t, o, o->timeline);
+      int rc;
+      replay(&R, t, o, o->timeline, &rc);
       run_close(&R);
     }
   }
@@ -254,8 +274,13 @@ static uint64_t ooms_at(const rp_trace_t *t, const rp_opts_t *o, uint64_t limit)
   lo.repeat = 1;
   lo.timeline = NULL;
   run_t R;
+  int rc;
   if (run_open(&R, t, &lo) != 0) return UINT64_MAX;
-  replay(&R, t, &lo, NULL);
+  replay(&R, t, &lo, NULL, &rc);
+  if (rc != 0) {
+    run_close(&R);
+    return UINT64_MAX;
+  }
   cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
   cp_get_stats(R.pool, &s);
   run_close(&R);

@@ -3,7 +3,8 @@
  * Valid lines of each producer (cudapool's recorder, RMM, the shared PyTorch
  * traces), each kind of bad line with its exact message, and the loader's
  * line numbers, skip/stop policy, time ordering, pointer resolution and .gz
- * input. */
+ * input; a file streamed through cursors gives the events that holding it
+ * gives, and one too far out of time order is held and sorted. */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <criterion/parameterized.h>
@@ -187,12 +188,12 @@ Test(load, skip_reports_every_bad_line_in_line_order) {
   cr_assert(eq(sz, t.n, 3));
   cr_assert(eq(sz, t.allocs, 2));
   cr_assert(eq(sz, t.frees, 1));
-  cr_assert(eq(u32, t.nslots, 2));
+  cr_assert(eq(u32, t.nslots, 1), "the freed block's slot is taken again");
   cr_assert(eq(int, t.ev[0].op, RP_OP_ALLOC));
   cr_assert(eq(int, t.ev[1].op, RP_OP_FREE));
   cr_assert(eq(u32, t.ev[1].slot, t.ev[0].slot));
   cr_assert(eq(int, t.ev[2].op, RP_OP_ALLOC));
-  cr_assert(eq(u32, t.ev[2].slot, 1));
+  cr_assert(eq(u32, t.ev[2].slot, t.ev[0].slot));
   cr_assert(eq(u32, t.line[2], 8));
   cr_assert(eq(u64, t.peak_live, 1000));
   rp_trace_free(&t);
@@ -268,6 +269,122 @@ static void remove_tmpdir(void) {
 
 TestSuite(load_file, .init = make_tmpdir, .fini = remove_tmpdir);
 
+/* Every event of t, through a cursor, into held arrays (caller frees). */
+typedef struct events {
+  rp_event_t *ev;
+  uint32_t *line;
+  double *time;
+  size_t n;
+} events_t;
+
+static events_t all_events(const rp_trace_t *t) {
+  events_t e = {0};
+  rp_cursor_t c;
+  cr_assert(eq(int, rp_cursor_open(&c, t), 0));
+  for (size_t n; (n = rp_cursor_next(&c)) > 0;) {
+    e.ev = realloc(e.ev, (e.n + n) * sizeof *e.ev);
+    e.line = realloc(e.line, (e.n + n) * sizeof *e.line);
+    e.time = realloc(e.time, (e.n + n) * sizeof *e.time);
+    cr_assert(ne(ptr, e.ev, NULL));
+    cr_assert(ne(ptr, e.line, NULL));
+    cr_assert(ne(ptr, e.time, NULL));
+    memcpy(e.ev + e.n, c.ev, n * sizeof *c.ev);
+    memcpy(e.line + e.n, c.line, n * sizeof *c.line);
+    memcpy(e.time + e.n, c.time, n * sizeof *c.time);
+    e.n += n;
+  }
+  rp_cursor_close(&c);
+  return e;
+}
+
+static void free_events(events_t *e) {
+  free(e->ev);
+  free(e->line);
+  free(e->time);
+}
+
+static void same_events(const events_t *a, const events_t *b) {
+  cr_assert(eq(sz, a->n, b->n));
+  for (size_t i = 0; i < a->n; i++) { /* field by field: the struct has padding */
+    cr_assert(eq(u64, a->ev[i].size, b->ev[i].size), "event %zu", i);
+    cr_assert(eq(u64, a->ev[i].stream, b->ev[i].stream), "event %zu", i);
+    cr_assert(eq(u64, a->ev[i].key, b->ev[i].key), "event %zu", i);
+    cr_assert(eq(u32, a->ev[i].slot, b->ev[i].slot), "event %zu", i);
+    cr_assert(eq(u8, a->ev[i].op, b->ev[i].op), "event %zu", i);
+    cr_assert(eq(u32, a->line[i], b->line[i]), "event %zu", i);
+  }
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *p = fopen(path, "w");
+  cr_assert(ne(ptr, p, NULL));
+  fputs(text, p);
+  cr_assert(eq(int, fclose(p), 0));
+}
+
+/* Chunks of two threads out of time order, streamed: the events, their
+ * order and the counts are those of the same text held in memory. */
+Test(load_file, streamed_equals_held) {
+  static char text[1 << 16];
+  size_t len = (size_t)snprintf(text, sizeof text, "Thread,Time,Action,Pointer,Size,Stream\n");
+  for (int chunk = 0; chunk < 40; chunk++)
+    for (int k = 0; k < 20; k++) {
+      int thread = chunk % 2 + 1, i = chunk / 2 * 20 + k; /* thread 2's chunk lags thread 1's */
+      double time = (thread == 1 ? 1.0 : 0.5) * i;
+      len += (size_t)snprintf(text + len, sizeof text - len,
+                              "%d,%.3f,allocate,0x%x,%d,(nil)\n%d,%.3f,free,0x%x,0,(nil)\n", thread, time,
+                              0x1000 * (thread * 1000 + i), 512 * (k + 1), thread, time + 0.0001,
+                              0x1000 * (thread * 1000 + i));
+    }
+  char path[96];
+  snprintf(path, sizeof path, "%s/chunks.csv", tmpdir);
+  write_text(path, text);
+  rp_load_opts_t o = {.name = "x", .err = stderr, .stop_on_error = true};
+  rp_trace_t held, streamed;
+  cr_assert(eq(int, rp_load_mem(text, len, &o, &held), 0));
+  cr_assert(eq(int, rp_load_file(path, &o, &streamed), 0));
+  cr_assert(ne(ptr, streamed.path, NULL), "streamed, not held");
+  cr_assert(eq(ptr, streamed.ev, NULL));
+  cr_assert(streamed.reordered);
+  cr_assert(held.reordered);
+  cr_assert(eq(sz, streamed.n, held.n));
+  cr_assert(eq(sz, streamed.n, 1600));
+  cr_assert(eq(u32, streamed.nslots, held.nslots));
+  cr_assert(eq(u64, streamed.peak_live, held.peak_live));
+  events_t a = all_events(&held), b = all_events(&streamed);
+  same_events(&a, &b);
+  for (size_t i = 1; i < b.n; i++)
+    cr_assert(le(dbl, b.time[i - 1], b.time[i]), "event %zu out of time order", i);
+  free_events(&a);
+  free_events(&b);
+  rp_trace_free(&held);
+  rp_trace_free(&streamed);
+}
+
+/* A line that arrives after more than the window's worth of later lines
+ * cannot be put in order while streaming: the file is held and sorted. */
+Test(load_file, too_far_out_of_order_is_held_and_sorted) {
+  char path[96];
+  snprintf(path, sizeof path, "%s/late.csv", tmpdir);
+  FILE *p = fopen(path, "w");
+  cr_assert(ne(ptr, p, NULL));
+  const int n = 300000; /* pairs: 600,000 lines, more than the window */
+  for (int i = 0; i < n; i++)
+    fprintf(p, "1,%d.5,allocate,0x%x,512,(nil)\n1,%d.6,free,0x%x,0,(nil)\n", i + 1, 0x1000 * (i + 1), i + 1,
+            0x1000 * (i + 1));
+  fputs("2,0.1,allocate,0x7,4096,(nil)\n", p);
+  cr_assert(eq(int, fclose(p), 0));
+  rp_load_opts_t o = {.name = "late", .err = stderr, .stop_on_error = true};
+  rp_trace_t t;
+  cr_assert(eq(int, rp_load_file(path, &o, &t), 0));
+  cr_assert(eq(ptr, t.path, NULL), "held");
+  cr_assert(t.reordered);
+  cr_assert(eq(sz, t.n, 2 * (size_t)n + 1));
+  cr_assert(eq(u32, t.line[0], 2 * (uint32_t)n + 1), "the late line goes first");
+  cr_assert(eq(u64, t.ev[0].size, 4096));
+  rp_trace_free(&t);
+}
+
 Test(load_file, gzip_and_plain_give_the_same_trace) {
   const char *text = "Thread,Time,Action,Pointer,Size,Stream\n"
                      "9,0.1,allocate,0x100,4096,(nil)\n"
@@ -280,23 +397,17 @@ Test(load_file, gzip_and_plain_give_the_same_trace) {
   cr_assert(not(eq(ptr, f, NULL)));
   cr_assert(eq(int, gzputs(f, text), (int)strlen(text)));
   cr_assert(eq(int, gzclose(f), Z_OK));
-  FILE *p = fopen(plain, "w");
-  fputs(text, p);
-  fclose(p);
+  write_text(plain, text);
   rp_load_opts_t o = {.name = "x", .err = stderr};
   rp_trace_t a, b;
   cr_assert(eq(int, rp_load_file(gz, &o, &a), 0));
   cr_assert(eq(int, rp_load_file(plain, &o, &b), 0));
   cr_assert(eq(sz, a.n, 3));
-  cr_assert(eq(sz, b.n, 3));
-  for (int i = 0; i < 3; i++) { /* field by field: the struct has padding */
-    cr_assert(eq(u64, a.ev[i].size, b.ev[i].size));
-    cr_assert(eq(u64, a.ev[i].stream, b.ev[i].stream));
-    cr_assert(eq(u64, a.ev[i].key, b.ev[i].key));
-    cr_assert(eq(u32, a.ev[i].slot, b.ev[i].slot));
-    cr_assert(eq(u8, a.ev[i].op, b.ev[i].op));
-  }
+  events_t ea = all_events(&a), eb = all_events(&b);
+  same_events(&ea, &eb);
   cr_assert(eq(sz, a.syncs, 1));
+  free_events(&ea);
+  free_events(&eb);
   rp_trace_free(&a);
   rp_trace_free(&b);
 }
@@ -347,7 +458,9 @@ Test(load_file, missing_file_and_long_line) {
   fclose(err);
   cr_assert(eq(str, msgs, "long:2: line longer than 4096 bytes\n"));
   cr_assert(eq(sz, t.n, 2));
-  cr_assert(eq(u32, t.line[1], 3));
+  events_t e = all_events(&t);
+  cr_assert(eq(u32, e.line[1], 3));
+  free_events(&e);
   rp_trace_free(&t);
   free(msgs);
 }

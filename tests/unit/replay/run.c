@@ -11,6 +11,8 @@
 #include <criterion/parameterized.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "replay.h"
 #include "replay_util.h"
 
@@ -293,6 +295,48 @@ static void expandable_goal(const char *trace, uint64_t reserved_mib, uint64_t p
 
 Test(real, transformer_expandable_reaches_0_95) { expandable_goal("transformer.csv.gz", 2216, 1091); }
 Test(real, gpt_varlen_expandable_reaches_0_95) { expandable_goal("gpt_varlen.csv.gz", 13020, 6502); }
+
+/* The same trace gzip'd and plain: the same replay, figure for figure. */
+Test(real, gzip_and_plain_replay_alike) {
+  char root[PATH_MAX], gz[PATH_MAX + 64], dir[64], plain[128];
+  cr_assert(eq(int, ru_repo_root(root, sizeof root), 0));
+  cr_assert(eq(int, ru_mkdtemp(dir), 0));
+  snprintf(gz, sizeof gz, "%s/traces/transformer.csv.gz", root);
+  snprintf(plain, sizeof plain, "%s/transformer.csv", dir);
+  gzFile in = gzopen(gz, "rb");
+  FILE *out = fopen(plain, "w");
+  cr_assert(ne(ptr, in, NULL));
+  cr_assert(ne(ptr, out, NULL));
+  char buf[65536];
+  for (int n; (n = gzread(in, buf, sizeof buf)) > 0;)
+    cr_assert(eq(sz, fwrite(buf, 1, (size_t)n, out), (size_t)n));
+  gzclose(in);
+  cr_assert(eq(int, fclose(out), 0));
+  rp_load_opts_t lo = {.name = "t", .err = stderr, .stop_on_error = true};
+  rp_trace_t a, b;
+  cr_assert(eq(int, rp_load_file(gz, &lo, &a), 0));
+  cr_assert(eq(int, rp_load_file(plain, &lo, &b), 0));
+  rp_opts_t o;
+  rp_opts_default(&o);
+  o.repeat = 1;
+  rp_result_t ra, rb;
+  cr_assert(eq(int, rp_run(&a, &o, &ra), 0));
+  cr_assert(eq(int, rp_run(&b, &o, &rb), 0));
+  cr_assert(eq(u64, ra.ops, 24287));
+  cr_assert(eq(u64, ra.ops, rb.ops));
+  cr_assert(eq(u64, ra.peak_reserved, rb.peak_reserved));
+  cr_assert(eq(u64, ra.peak_allocated, rb.peak_allocated));
+  cr_assert(eq(u64, ra.hits, rb.hits));
+  cr_assert(eq(u64, ra.misses, rb.misses));
+  cr_assert(eq(u64, ra.barriers, rb.barriers));
+  cr_assert(eq(u64, ra.immediate_reuse, rb.immediate_reuse));
+  cr_assert(eq(u64, rp_find_limit(&a, &o, NULL), rp_find_limit(&b, &o, NULL)));
+  rp_result_free(&ra);
+  rp_result_free(&rb);
+  rp_trace_free(&a);
+  rp_trace_free(&b);
+  ru_rmtree(dir);
+}
 
 /* ---- the command line ------------------------------------------------- */
 

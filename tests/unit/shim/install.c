@@ -107,6 +107,7 @@ static const char installed[] = "f 644 " D "/include/cudapool.h \n"
                                 "f 755 " D "/bin/cudapool \n"
                                 "f 755 " D "/bin/cudapool-plot \n"
                                 "f 755 " D "/bin/cudapool-replay \n"
+                                "f 755 " D "/bin/cudapool-stats \n"
                                 "f 755 " D "/lib/" LIBFILE " \n"
                                 "l 777 " D "/lib/libcudapool.so " SONAME "\n"
                                 "l 777 " D "/lib/" SONAME " " LIBFILE;

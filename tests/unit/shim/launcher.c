@@ -270,9 +270,14 @@ Test(launcher, help_names_every_option_and_flag) {
   cr_assert(eq(int, run("scripts/cudapool --help", out, sizeof out), 0));
   for (size_t i = 0; i < cp_option_count(); i++)
     cr_assert(ne(ptr, strstr(out, cp_option_name(i)), NULL), "--help lacks %s", cp_option_name(i));
-  static const char *const flags[] = {
-      "--limit", "--max-cached", "--max-split", "--mode",       "--stats[=FILE]",  "--json",       "--trace",
-      "--layer", "--verbose",    "--disable",   "CUDAPOOL_LIB", "cudapool replay", "cudapool plot"};
+  static const char *const flags[] = {"--limit",        "--max-cached",
+                                      "--max-split",    "--mode",
+                                      "--stats[=FILE]", "--json",
+                                      "--trace",        "--layer",
+                                      "--verbose",      "--disable",
+                                      "CUDAPOOL_LIB",   "cudapool replay",
+                                      "cudapool plot",  "cudapool stats PID",
+                                      "cudapool top"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_assert(ne(ptr, strstr(out, flags[i]), NULL), "--help lacks %s", flags[i]);
 }
@@ -288,6 +293,19 @@ Test(launcher, replay_and_plot_dispatch) {
   fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/scripts/cudapool' plot x.json 2>&1", tree);
   cr_assert(eq(int, run(cmd, out, sizeof out), 0));
   cr_assert(eq(str, out, "plot:x.json\n"));
+}
+
+/* stats runs cudapool-stats; top is cudapool-stats --top. */
+Test(launcher, stats_and_top_dispatch) {
+  char out[4096], cmd[2 * PATH_MAX];
+  put_launcher("scripts/cudapool");
+  put_file("build/cudapool-stats", "#!/bin/sh\necho \"stats:$*\"\n", 0755);
+  fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/scripts/cudapool' stats 42 --json 2>&1", tree);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0));
+  cr_assert(eq(str, out, "stats:42 --json\n"));
+  fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/scripts/cudapool' top --iterations 1 2>&1", tree);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0));
+  cr_assert(eq(str, out, "stats:--top --iterations 1\n"));
 }
 
 Test(launcher, missing_tool_is_reported) {

@@ -1,0 +1,77 @@
+/* live_layout.h: the shared memory segment through which a running process
+ * shows its pool counters to `cudapool stats PID` and `cudapool top`
+ * (tools/live/), and the protocol both sides follow. Shared by the shim
+ * (shim/live.c, the publisher) and the reader; nothing here is CUDA.
+ *
+ * The segment is the file CP_LIVE_DIR/cudapool.<euid>.<pid>, mode 0600,
+ * created by the process at its first CUDA call and removed at its exit.
+ * Protocol (both words are futexes on the shared mapping):
+ *   - a reader adds 1 to `request` and wakes it;
+ *   - the process's publisher thread, asleep on `request`, reads every
+ *     pool's counters (cp_get_stats, as the exit report does), writes them
+ *     under the seqlock `seq` (odd while it writes), then stores the
+ *     request it answered in `answered` and wakes it;
+ *   - the reader waits on `answered` until it reaches its request, then
+ *     copies `header`, `ndevices` and `devices` until it reads the same
+ *     even `seq` before and after the copy.
+ * So the program's allocation paths never touch the segment: publishing
+ * costs nothing until someone asks. A stopped process (SIGSTOP, a debugger)
+ * does not answer; the reader then shows the last answer and says so.
+ * `layout` changes whenever this struct does; a reader refuses any other. */
+#ifndef CUDAPOOL_SHIM_LIVE_LAYOUT_H
+#define CUDAPOOL_SHIM_LIVE_LAYOUT_H
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cudapool.h"
+
+#define CP_LIVE_DIR "/dev/shm"
+#define CP_LIVE_PREFIX "cudapool."
+#define CP_LIVE_MAGIC "cplive"
+#define CP_LIVE_LAYOUT 1u
+#define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/device.h */
+
+typedef struct cp_live_segment {
+  char magic[8];             /* CP_LIVE_MAGIC */
+  uint32_t layout;           /* CP_LIVE_LAYOUT */
+  uint32_t stats_size;       /* sizeof(cudapool_stats_t) */
+  int64_t pid;               /* the process it describes */
+  uint64_t start_time;       /* field 22 of /proc/PID/stat: tells a reused pid apart */
+  _Atomic uint32_t request;  /* readers: += 1, then wake */
+  _Atomic uint32_t answered; /* publisher: the request it last answered, then wake */
+  _Atomic uint64_t seq;      /* seqlock over what follows: odd while written */
+  uint64_t published_ns;     /* CLOCK_REALTIME of the last answer */
+  int32_t ndevices;          /* devices[0, ndevices) are valid */
+  int32_t reserved0;
+  char header[160]; /* the exit report's header line: "process N, version V, mode M, limit L" */
+  cudapool_stats_t devices[CP_LIVE_DEVICES];
+} cp_live_segment_t;
+
+/* Field 22 of /proc/PID/stat, the process's start time in clock ticks
+ * since boot (what tells a reused pid apart); 0 when it cannot be read. The
+ * command name (field 2) may hold blanks and parentheses: fields are
+ * counted from the last ')'. */
+static inline uint64_t cp_live_start_time(long pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char *q = strrchr(buf, ')');
+  unsigned long long t = 0;
+  /* After ')': the state (field 3), then 18 numbers up to the start time. */
+  if (!q || sscanf(q + 1, " %*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                   &t) != 1)
+    return 0;
+  return t;
+}
+
+#endif

@@ -1,0 +1,154 @@
+/* live_mt.c: the live counters of a running process, read from outside
+ * (cudapool-stats: `cudapool stats PID`, `cudapool top`; shim/live.c).
+ *
+ * Decisions pinned here, and documented in docs/OPTIONS.md:
+ *   - at a quiescent point, what a reader prints is byte for byte what the
+ *     exit report then says, table and JSON (one code prints both);
+ *   - the file is /dev/shm/cudapool.<euid>.<pid>, mode 0600, removed at exit
+ *     and on SIGTERM; a process killed by SIGKILL leaves it, a reader calls
+ *     it stale (status 1) and `--top` removes it;
+ *   - no file natively, nor with CUDAPOOL_LIVE=0: the reader says so (1);
+ *   - usage errors exit 2.
+ * Program: tests/programs/runtime/live.c (runs the reader on itself). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "it_check.h"
+
+static char dir[64], reader[512];
+
+static void mk(void) {
+  snprintf(dir, sizeof dir, "/tmp/cp-live-it-XXXXXX");
+  cr_assert(ne(ptr, mkdtemp(dir), NULL));
+  snprintf(reader, sizeof reader, "%s/cudapool-stats", it_build());
+}
+
+static void rm(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+TestSuite(live, .init = mk, .fini = rm);
+
+/* The file dir/name (kept in r), "<missing>" when it does not exist. */
+static const char *contents(it_result *r, const char *name) {
+  char path[256], cmd[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (access(path, F_OK) != 0) return "<missing>";
+  snprintf(cmd, sizeof cmd, "cat '%s'", path);
+  const char *s = it_shell(r, cmd);
+  cr_assert(ne(ptr, (void *)s, NULL));
+  return s;
+}
+
+static void shm_path(char *out, size_t cap, pid_t pid) {
+  snprintf(out, cap, "/dev/shm/cudapool.%lu.%ld", (unsigned long)geteuid(), (long)pid);
+}
+
+/* Runs the program under the shim (or natively) with env, and checks that
+ * it ran its sequence without a CUDA error. */
+static void run_live(it_result *r, int how, const char *const *env, const char *mode) {
+  const char *const args[] = {reader, dir, mode, NULL};
+  cr_assert(eq(int, it_run(r, how, env, "live", mode ? args : IT_ARGS(reader, dir)), 0));
+  cr_assert(ne(ptr, (void *)strstr(r->out, "live: errors=0\n"), NULL), "%s\n%s", r->out, r->err);
+}
+
+/* must: a piece of the exit report that says the sequence was counted. */
+static void equal_to_the_exit_report(const char *format, const char *live_name, const char *exit_name,
+                                     const char *must) {
+  char stats[128], fmt[64];
+  snprintf(stats, sizeof stats, "CUDAPOOL_STATS=%s/%s", dir, exit_name);
+  snprintf(fmt, sizeof fmt, "CUDAPOOL_STATS_FORMAT=%s", format);
+  it_result s, f1, f2;
+  run_live(&s, IT_SHIM, (const char *const[]){stats, fmt, NULL}, NULL);
+  cr_assert(eq(int, s.status, 0), "%s", s.err);
+  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=0 json=0 top=0 file=600"), "%s", s.err);
+  memset(&f1, 0, sizeof f1);
+  memset(&f2, 0, sizeof f2);
+  const char *exit_report = contents(&f1, exit_name);
+  cr_assert(ne(ptr, (void *)strstr(exit_report, must), NULL), "%s", exit_report);
+  cr_assert(eq(str, (char *)contents(&f2, live_name), (char *)exit_report));
+  char path[128];
+  shm_path(path, sizeof path, s.pid);
+  cr_assert(ne(int, access(path, F_OK), 0), "%s was left behind", path);
+  it_free(&f1);
+  it_free(&f2);
+  it_free(&s);
+}
+
+Test(live, json_while_running_equals_the_exit_report) {
+  equal_to_the_exit_report("json", "live.json", "exit.json", "\"hits\":2,\"misses\":2,");
+}
+
+Test(live, table_while_running_equals_the_exit_report_and_top_shows_it) {
+  equal_to_the_exit_report("text", "live.txt", "exit.txt", " 2           2     50.0% ");
+  it_result f1, f2;
+  memset(&f1, 0, sizeof f1);
+  memset(&f2, 0, sizeof f2);
+  const char *top = contents(&f1, "top.txt"), *table = contents(&f2, "exit.txt");
+  cr_assert(eq(int, strncmp(top, "cudapool top: ", 14), 0), "%s", top);
+  cr_assert(ne(ptr, (void *)strstr(top, table), NULL), "--- top\n%s--- exit report\n%s", top, table);
+  it_free(&f1);
+  it_free(&f2);
+}
+
+Test(live, none_natively_nor_with_CUDAPOOL_LIVE_0) {
+  it_result n, s;
+  run_live(&n, IT_NATIVE, NULL, NULL);
+  cr_assert(eq(str, (char *)it_line(&n, "info"), "info: text=1 json=1 top=0 file=none"));
+  run_live(&s, IT_SHIM, (const char *const[]){"CUDAPOOL_LIVE=0", NULL}, NULL);
+  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=1 json=1 top=0 file=none"));
+  /* The readers' messages, on the program's stderr. */
+  cr_assert(eq(int, it_count_lines(s.err, "has no live stats"), 2), "%s", s.err);
+  it_free(&n);
+  it_free(&s);
+}
+
+Test(live, sigterm_removes_the_file) {
+  it_result s;
+  run_live(&s, IT_SHIM, NULL, "term");
+  cr_assert(eq(int, s.status, 128 + SIGTERM), "%s", s.err);
+  char path[128];
+  shm_path(path, sizeof path, s.pid);
+  cr_assert(ne(int, access(path, F_OK), 0), "%s was left behind", path);
+  it_free(&s);
+}
+
+/* SIGKILL leaves the file: the reader calls it stale, --top removes it. */
+Test(live, a_killed_process_is_stale_and_top_removes_it) {
+  it_result s, r;
+  run_live(&s, IT_SHIM, NULL, "kill9");
+  cr_assert(eq(int, s.status, 128 + SIGKILL), "%s", s.err);
+  char path[128], cmd[1024];
+  shm_path(path, sizeof path, s.pid);
+  cr_assert(eq(int, access(path, F_OK), 0), "no %s", path);
+  snprintf(cmd, sizeof cmd, "'%s' %ld 2>&1; echo status=$?", reader, (long)s.pid);
+  memset(&r, 0, sizeof r);
+  const char *out = it_shell(&r, cmd);
+  cr_assert(ne(ptr, (void *)strstr(out, "has ended"), NULL), "%s", out);
+  cr_assert(ne(ptr, (void *)strstr(out, "status=1\n"), NULL), "%s", out);
+  snprintf(cmd, sizeof cmd, "'%s' --top --iterations 1 >/dev/null; echo status=$?", reader);
+  cr_assert(eq(str, (char *)it_shell(&r, cmd), "status=0\n"));
+  cr_assert(ne(int, access(path, F_OK), 0), "%s is still there", path);
+  it_free(&r);
+  it_free(&s);
+}
+
+Test(live, usage_errors_exit_2) {
+  static const char *const bad[] = {
+      "", "abc", "--bogus 1", "1 2", "--top --json", "--timeout 0 1", "--iterations x --top"};
+  it_result r;
+  memset(&r, 0, sizeof r);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1; echo status=$?", reader, bad[i]);
+    const char *out = it_shell(&r, cmd);
+    cr_assert(ne(ptr, (void *)strstr(out, "cudapool-stats: "), NULL), "%s: %s", bad[i], out);
+    cr_assert(ne(ptr, (void *)strstr(out, "status=2\n"), NULL), "%s: %s", bad[i], out);
+  }
+  it_free(&r);
+}

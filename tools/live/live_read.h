@@ -1,0 +1,55 @@
+/* live_read.h: reading a running process's live counters from its segment
+ * (shim/live_layout.h has the layout and the protocol), for cudapool-stats.
+ *
+ * Owns finding a process's segment, telling a live one from a stale one (the
+ * pid is gone, or reused: the start time differs), asking for fresh counters
+ * and copying them out under the seqlock. Nothing here prints. */
+#ifndef CUDAPOOL_LIVE_READ_H
+#define CUDAPOOL_LIVE_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "live_layout.h"
+
+typedef struct lr_proc {
+  char path[128];
+  long pid;
+  cp_live_segment_t *seg; /* mapped read-write: a reader writes `request` */
+  uint32_t asked;         /* the request this reader made */
+} lr_proc_t;
+
+typedef struct lr_snapshot {
+  char header[sizeof(((cp_live_segment_t *)0)->header)];
+  int ndevices;
+  uint64_t published_ns;
+  cudapool_stats_t devices[CP_LIVE_DEVICES];
+} lr_snapshot_t;
+
+enum lr_status {
+  LR_OK = 0,
+  LR_NONE,      /* no segment for that pid (readable by this user) */
+  LR_STALE,     /* a segment whose process is gone */
+  LR_BAD,       /* not a segment of this layout */
+  LR_NO_ACCESS, /* another user's */
+};
+
+/* Open the segment of pid: CP_LIVE_DIR/cudapool.<euid>.<pid> (LR_NO_ACCESS
+ * when only another user's exists: never read, root included). */
+enum lr_status lr_open(long pid, lr_proc_t *p);
+/* Open the segment file at path (a name CP_LIVE_PREFIX<uid>.<pid>). */
+enum lr_status lr_open_path(const char *path, lr_proc_t *p);
+void lr_close(lr_proc_t *p);
+/* Ask for fresh counters (returns at once). */
+void lr_ask(lr_proc_t *p);
+/* Wait until the process has answered lr_ask, at most until deadline_ns
+ * (CLOCK_MONOTONIC). true: answered. */
+bool lr_wait(lr_proc_t *p, uint64_t deadline_ns);
+/* Copy the last answer out. */
+void lr_copy(const lr_proc_t *p, lr_snapshot_t *out);
+/* Whether the process the segment names still runs (same start time). */
+bool lr_alive(const lr_proc_t *p);
+uint64_t lr_monotonic_ns(void);
+
+#endif

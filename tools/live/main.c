@@ -1,0 +1,219 @@
+/* main.c: cudapool-stats, the live counters of running processes
+ * (`cudapool stats PID`, `cudapool top`).
+ *
+ *   cudapool-stats PID [--json] [--timeout SEC]
+ *   cudapool-stats --top [--interval SEC] [--iterations N] [--timeout SEC]
+ *
+ * Owns the command line and the output: the exit report's own table and
+ * JSON (shim/report.c), so the names and the layout are the exit report's.
+ * Exit status: 0 done; 1 no live stats for that process (the message says
+ * why); 2 a usage error; 3 the process did not answer in time (stopped, or
+ * busy in a long allocation): its last answer was printed. `--top` removes
+ * the stale files of this user's processes that died without removing
+ * their own (kill -9). */
+#include <errno.h>
+#include <getopt.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live_read.h"
+#include "report.h"
+
+#define PROG "cudapool-stats"
+#define MAX_PROCS 256
+
+static const char usage[] =
+    "usage: " PROG " PID [--json] [--timeout SEC]\n"
+    "       " PROG " --top [--interval SEC] [--iterations N] [--timeout SEC]\n"
+    "Prints the pool counters of a running process under cudapool, as its exit report\n"
+    "would at this moment, without stopping it (--top: every such process of this user,\n"
+    "refreshed). The process publishes them through /dev/shm when asked (CUDAPOOL_LIVE=1,\n"
+    "the default).\n"
+    "  --json            the exit report's JSON instead of its table\n"
+    "  --timeout SEC     how long to wait for the process to answer (default 2)\n"
+    "  --top             every process, again every --interval SEC (default 1)\n"
+    "  --iterations N    stop after N refreshes (default: until interrupted)\n"
+    "Exit status: 0 done, 1 no live stats for PID, 2 usage error, 3 no answer in time\n"
+    "(the last answer is printed).\n";
+
+typedef struct cli {
+  long pid;
+  bool json, top;
+  double timeout, interval;
+  long iterations;
+} cli_t;
+
+static int usage_error(const char *fmt, const char *arg) {
+  fputs(PROG ": ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs(" (--help lists the options)\n", stderr);
+  return 2;
+}
+
+static bool seconds(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v > 0) || v > 86400) return false;
+  *out = v;
+  return true;
+}
+
+static int parse(int argc, char **argv, cli_t *c) {
+  static const struct option lo[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"top", no_argument, NULL, 't'},
+      {"timeout", required_argument, NULL, 'T'},
+      {"interval", required_argument, NULL, 'i'},
+      {"iterations", required_argument, NULL, 'n'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  *c = (cli_t){.pid = -1, .timeout = 2.0, .interval = 1.0};
+  opterr = 0;
+  int o;
+  char *end;
+  while ((o = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    switch (o) {
+      case 'h': fputs(usage, stdout); exit(0);
+      case 'j': c->json = true; break;
+      case 't': c->top = true; break;
+      case 'T':
+      case 'i':
+        if (!seconds(optarg, o == 'T' ? &c->timeout : &c->interval))
+          return usage_error(o == 'T' ? "--timeout: '%s' is not a number of seconds"
+                                      : "--interval: '%s' is not a number of seconds",
+                             optarg);
+        break;
+      case 'n':
+        errno = 0;
+        c->iterations = strtol(optarg, &end, 10);
+        if (errno || *end || end == optarg || c->iterations < 1)
+          return usage_error("--iterations: '%s' is not a count from 1", optarg);
+        break;
+      case ':': return usage_error("%s needs a value", argv[optind - 1]);
+      default: return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  for (int i = optind; i < argc; i++) {
+    if (c->top || c->pid >= 0) return usage_error("unexpected argument '%s'", argv[i]);
+    c->pid = strtol(argv[i], &end, 10);
+    if (*end || end == argv[i] || c->pid <= 0) return usage_error("'%s' is not a process id", argv[i]);
+  }
+  if (!c->top && c->pid < 0) return usage_error("%s", "no process id given");
+  if (c->top && c->json) return usage_error("%s", "--json is for one process, not --top");
+  return 0;
+}
+
+static uint64_t deadline(double sec) { return lr_monotonic_ns() + (uint64_t)(sec * 1e9); }
+
+static void print(const lr_snapshot_t *s, bool json) {
+  if (json)
+    cp_report_json(stdout, s->devices, s->ndevices);
+  else
+    cp_report_text(stdout, s->devices, s->ndevices, s->header);
+}
+
+static double age_s(const lr_snapshot_t *s) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  double t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+  return t - (double)s->published_ns / 1e9;
+}
+
+static int one(const cli_t *c) {
+  lr_proc_t p;
+  switch (lr_open(c->pid, &p)) {
+    case LR_OK: break;
+    case LR_STALE:
+      fprintf(stderr, PROG ": process %ld has ended (its live stats file %s is stale)\n", c->pid, p.path);
+      return 1;
+    case LR_NO_ACCESS:
+      fprintf(stderr, PROG ": process %ld belongs to another user: run this as that user\n", c->pid);
+      return 1;
+    case LR_BAD:
+      fprintf(stderr, PROG ": process %ld: %s is not a live stats file of this version\n", c->pid, p.path);
+      return 1;
+    default:
+      fprintf(stderr,
+              PROG ": process %ld has no live stats: it is not running under cudapool, has made no CUDA call "
+                   "yet, or runs with CUDAPOOL_LIVE=0\n",
+              c->pid);
+      return 1;
+  }
+  static lr_snapshot_t snap;
+  lr_ask(&p);
+  bool answered = lr_wait(&p, deadline(c->timeout));
+  lr_copy(&p, &snap);
+  lr_close(&p);
+  print(&snap, c->json);
+  if (answered) return 0;
+  fprintf(stderr, PROG ": process %ld did not answer within %g s (stopped?): its last answer, %.1f s old\n",
+          c->pid, c->timeout, age_s(&snap));
+  return 3;
+}
+
+/* Every segment of this user, once. */
+static void refresh(const cli_t *c, bool clear) {
+  char pattern[128];
+  snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.*", (unsigned long)geteuid());
+  static lr_proc_t procs[MAX_PROCS];
+  static lr_snapshot_t snap;
+  glob_t g;
+  size_t n = 0;
+  if (glob(pattern, 0, NULL, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc && n < MAX_PROCS; i++) {
+      enum lr_status st = lr_open_path(g.gl_pathv[i], &procs[n]);
+      if (st == LR_OK) {
+        lr_ask(&procs[n++]);
+      } else if (st == LR_STALE) {
+        lr_close(&procs[n]);
+        unlink(g.gl_pathv[i]); /* ours (we could open it read-write) and its process is gone */
+      }
+    }
+    globfree(&g);
+  }
+  uint64_t until = deadline(c->timeout);
+  if (clear) fputs("\033[H\033[2J", stdout);
+  time_t now = time(NULL);
+  char when[32];
+  strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
+  printf("cudapool top: %zu process%s at %s (every %g s)\n", n, n == 1 ? "" : "es", when, c->interval);
+  for (size_t i = 0; i < n; i++) {
+    bool answered = lr_wait(&procs[i], until);
+    lr_copy(&procs[i], &snap);
+    if (!answered) {
+      size_t len = strlen(snap.header);
+      snprintf(snap.header + len, sizeof snap.header - len, " (not answering: %.0f s old)", age_s(&snap));
+    }
+    fputc('\n', stdout);
+    print(&snap, false);
+    lr_close(&procs[i]);
+  }
+  fflush(stdout);
+}
+
+static int top(const cli_t *c) {
+  bool clear = isatty(STDOUT_FILENO);
+  for (long k = 0; c->iterations == 0 || k < c->iterations; k++) {
+    if (k > 0) {
+      struct timespec d = {.tv_sec = (time_t)c->interval,
+                           .tv_nsec = (long)((c->interval - (double)(time_t)c->interval) * 1e9)};
+      while (nanosleep(&d, &d) != 0 && errno == EINTR) {
+      }
+    }
+    refresh(c, clear);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cli_t c;
+  int rc = parse(argc, argv, &c);
+  if (rc != 0) return rc;
+  return c.top ? top(&c) : one(&c);
+}
