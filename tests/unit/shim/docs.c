@@ -22,7 +22,7 @@
  * CUDAPOOL_LIB, cudapool-plot's CUDAPOOL_REPLAY, the Python module's
  * CUDAPOOL_LAUNCHER and CUDAPOOL_HEADER. */
 static const char *const tool_variables[] = {"CUDAPOOL_LIB", "CUDAPOOL_REPLAY", "CUDAPOOL_LAUNCHER",
-                                             "CUDAPOOL_HEADER"};
+                                             "CUDAPOOL_HEADER", "CUDAPOOL_LIBRARY"};
 
 #define TEXT_MAX (1 << 17)
 
