@@ -6,7 +6,8 @@
  * of the backend uses: the runtime has no such calls. They are made in the
  * device's primary context (pushed when another is current), the context
  * the runtime itself uses. The page is the minimum granularity of pinned
- * device memory (2 MiB on the H200); 0, so ordinary segments, when libcuda
+ * device memory (2 MiB on the H200), or CUDAPOOL_EXPANDABLE_PAGE rounded up
+ * to a power of two; 0, so ordinary segments, when libcuda
  * lacks a call (the fake runtime has no libcuda at all) or the device says
  * it cannot (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED).
  *
@@ -22,9 +23,11 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "cuda_vmm.h"
 #include "driver.h"
+#include "shim.h"
 
 static bool have_calls(void) {
   return cp_drv_ready() && cp_drv.cuDeviceGetAttribute && cp_drv.cuMemGetAllocationGranularity &&
@@ -58,6 +61,10 @@ size_t cp_vmm_page_size(void *ctx, int device) {
       cp_drv.cuMemGetAllocationGranularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
     page = 0;
   cp_api_driver.leave(token);
+  /* CUDAPOOL_EXPANDABLE_PAGE: a larger unit, one physical allocation each
+   * (fewer, larger mappings), a power of two and so a multiple of the
+   * granularity, itself a power of two. */
+  while (page && page < cp_opts.expandable_page && page <= SIZE_MAX / 2) page *= 2;
   if (page) atomic_store_explicit(&known_page[device], page, memory_order_relaxed);
   return page;
 }

@@ -97,6 +97,10 @@ static const cp_option_desc_t cp_option_table[] = {
      DEFAULT_IS("0: ordinary segments"), "1/true/on/yes or 0/false/off/no",
      "1 = expandable segments: large blocks in reserved virtual ranges whose 2 MiB pages are mapped on "
      "demand"},
+    {"CUDAPOOL_EXPANDABLE_PAGE", CP_OPT_SIZE, offsetof(cp_options_t, expandable_page), "0",
+     DEFAULT_IS("the device's granularity, 2 MiB on the H200"), SIZE_FORM,
+     "with CUDAPOOL_EXPANDABLE=1: the unit of device memory mapped and unmapped (rounded up to a power of "
+     "two and the granularity); 0 = the granularity"},
     {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
      "1/true/on/yes or 0/false/off/no",
      "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},

@@ -54,6 +54,7 @@ typedef struct cp_options {
   char trace[CP_OPTION_PATH_MAX]; /* CUDAPOOL_TRACE: "" off, else a path (%p expanded) */
   cp_layer_t layer;               /* CUDAPOOL_LAYER: runtime | driver | both */
   bool expandable;                /* CUDAPOOL_EXPANDABLE: large pool on CUDA virtual memory */
+  uint64_t expandable_page;       /* CUDAPOOL_EXPANDABLE_PAGE: bytes mapped at a time (0: granularity) */
   bool live;                      /* CUDAPOOL_LIVE: counters readable by `cudapool stats PID` */
 } cp_options_t;
 

@@ -51,6 +51,25 @@ Test(shim_it_driver, expandable_segments_map_and_unmap_pages_under_live_blocks) 
   it_free(&s);
 }
 
+/* CUDAPOOL_EXPANDABLE_PAGE=8M: the unit mapped is 8 MiB (one physical
+ * allocation each), so a page goes back only when no live block touches any
+ * of its 8 MiB. */
+Test(shim_it_driver, expandable_page_sets_the_unit_mapped) {
+  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "CUDAPOOL_EXPANDABLE_PAGE=6M", NULL};
+  it_result n, s;
+  it_same(&n, &s, env, "drv_expandable", NULL);
+  cr_assert(eq(str, (char *)it_compared(&n), EXPANDABLE_OUTPUT));
+  /* 6M rounds up to 8 MiB: a [0,4) b [4,12) c [12,18) MiB touch pages 0-2. */
+  cr_assert(eq(long, it_info_val(&s, "three", "reserved", -1), 24 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "three", "vmm_mapped", -1), 24 << 20), "%s", s.out);
+  /* b's bytes share pages 0 and 1 with a and c: nothing goes back. */
+  cr_assert(eq(long, it_info_val(&s, "freed_b", "vmm_mapped", -1), 24 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "vmm_mapped", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "vmm_errors", -1), 0), "%s", s.out);
+  it_free(&n);
+  it_free(&s);
+}
+
 Test(shim_it_driver, expandable_segments_fall_back_without_virtual_memory) {
   const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "FAKECU_NO_VMM=1", NULL};
   it_result n, s;
