@@ -216,14 +216,19 @@ void cp_drop_fences(cp_pool_t *pool, bool release) {
 }
 
 /* The backend's barrier runs without the pool lock (other threads go on
- * meanwhile); it covers every block freed before it began, up to `mark`.
- * Blocks freed while it ran wait for the next one. */
+ * meanwhile; with an observer it keeps it, see below); it covers every
+ * block freed before it began, up to `mark`. Blocks freed while it ran wait
+ * for the next one. */
 bool cp_try_barrier(cp_pool_t *pool) {
   if (!pool->be.barrier) return false;
   uint64_t mark = pool->free_seq;
-  pthread_mutex_unlock(&pool->lock);
+  /* With an observer (a trace) the barrier keeps the lock: a free by
+   * another thread while it ran would be left out of it, an interleaving
+   * the trace does not record, and its replay must take the same decisions. */
+  bool unlock = !pool->observer;
+  if (unlock) pthread_mutex_unlock(&pool->lock);
   int rc = pool->be.barrier(pool->be.ctx, pool->device);
-  pthread_mutex_lock(&pool->lock);
+  if (unlock) pthread_mutex_lock(&pool->lock);
   if (rc != 0) return false;
   pool->stats.num_barriers++;
   cp_complete_upto(pool, mark);
