@@ -445,9 +445,8 @@ int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, ui
   return 0;
 }
 
-static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                      unsigned flags) {
-  pthread_mutex_lock(&pool->lock);
+int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                       unsigned flags) {
   int rc = cp_free_locked(pool, addr, restream, key, flags);
   if (rc == 0)
     cp_settle_and_unlock(pool);
@@ -457,11 +456,13 @@ static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
 }
 
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
-  return free_block(pool, addr, NULL, key, flags);
+  pthread_mutex_lock(&pool->lock);
+  return cp_free_and_unlock(pool, addr, NULL, key, flags);
 }
 
 int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
-  return free_block(pool, addr, &stream, key, flags);
+  pthread_mutex_lock(&pool->lock);
+  return cp_free_and_unlock(pool, addr, &stream, key, flags);
 }
 
 /* The live block at addr: ACTIVE and not free in a thread cache. */
