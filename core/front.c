@@ -326,6 +326,22 @@ static int best_whole(cp_pool_t *pool, const cp_front_t *f, size_t rsize) {
   return best;
 }
 
+/* Pool lock held, nothing freed in the cache (only its owner, here, frees
+ * into it): the owner's latest (stream, key) becomes the cache's, and b, if
+ * any, just allocated, is lent to it. */
+static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
+  front_lock(f);
+  f->stream = stream;
+  f->key = key;
+  if (b) {
+    table_insert(f, b);
+    f->n_lent++;
+    b->lent = f;
+    b->tc_free = false;
+  }
+  front_unlock(f);
+}
+
 static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stream, uint64_t key,
                       uintptr_t *out) {
   pthread_mutex_lock(&pool->lock);
@@ -337,25 +353,10 @@ static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stre
    * split or grow for requests it could have served: +3% reserved on a
    * PyTorch transformer, whose backward pass runs on its own thread). */
   cp_fronts_flush_all(pool);
-  if (f) {
-    front_lock(f);
-    f->stream = stream;
-    f->key = key;
-    front_unlock(f);
-  }
   cp_block_t *b = NULL;
   int rc = cp_alloc_locked(pool, size, stream, key, &b);
-  if (rc == 0) {
-    *out = b->addr;
-    if (f && lend && f->n_lent < LENT_MAX) {
-      front_lock(f);
-      table_insert(f, b);
-      f->n_lent++;
-      b->lent = f;
-      b->tc_free = false;
-      front_unlock(f);
-    }
-  }
+  if (rc == 0) *out = b->addr;
+  if (f) own(f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
   pthread_mutex_unlock(&pool->lock);
   return rc;
 }
@@ -404,12 +405,7 @@ static int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr, const uint6
     fold(pool, f);
     front_unlock(f);
   }
-  int rc = cp_free_locked(pool, addr, restream, key, flags);
-  if (rc == 0)
-    cp_settle_and_unlock(pool);
-  else
-    pthread_mutex_unlock(&pool->lock);
-  return rc;
+  return cp_free_and_unlock(pool, addr, restream, key, flags);
 }
 
 /* restream as cp_free_locked's: a block that changes stream takes the slow path. */

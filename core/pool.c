@@ -220,19 +220,18 @@ bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) 
  * struct the block is simply handed out whole. */
 static void carve(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t rsize) {
   cp_block_t *rest = should_split(&pool->cfg, b, rsize) ? cp_block_new(pool) : NULL;
-  if (rest) {
-    rest->addr = b->addr + rsize;
-    rest->size = b->size - rsize;
-    rest->segment = b->segment;
-    rest->stream = b->stream;
-    rest->free_seq = b->free_seq;
-    rest->done_seq = b->done_seq;
-    rest->state = b->state;
-  }
+  if (rest)
+    *rest = (cp_block_t){.addr = b->addr + rsize,
+                         .size = b->size - rsize,
+                         .segment = b->segment,
+                         .state = b->state,
+                         .stream = b->stream,
+                         .free_seq = b->free_seq,
+                         .done_seq = b->done_seq,
+                         .prev = b,
+                         .next = b->next};
   if (b->state == CP_BLOCK_PENDING) cp_pending_split(pool, b, rest);
   if (!rest) return;
-  rest->prev = b;
-  rest->next = b->next;
   if (b->next) b->next->prev = rest;
   b->next = rest;
   b->size = rsize;
@@ -446,9 +445,8 @@ int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, ui
   return 0;
 }
 
-static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                      unsigned flags) {
-  pthread_mutex_lock(&pool->lock);
+int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                       unsigned flags) {
   int rc = cp_free_locked(pool, addr, restream, key, flags);
   if (rc == 0)
     cp_settle_and_unlock(pool);
@@ -458,11 +456,13 @@ static int free_block(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
 }
 
 int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
-  return free_block(pool, addr, NULL, key, flags);
+  pthread_mutex_lock(&pool->lock);
+  return cp_free_and_unlock(pool, addr, NULL, key, flags);
 }
 
 int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
-  return free_block(pool, addr, &stream, key, flags);
+  pthread_mutex_lock(&pool->lock);
+  return cp_free_and_unlock(pool, addr, &stream, key, flags);
 }
 
 /* The live block at addr: ACTIVE and not free in a thread cache. */

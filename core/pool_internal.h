@@ -142,6 +142,9 @@ int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key,
 int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags);
 void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned flags, bool counted);
 void cp_settle_and_unlock(cp_pool_t *pool);
+/* cp_free_locked, then the lock released (settled first if the block went back). */
+int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                       unsigned flags);
 /* Whether the pool would hand `b` out whole for a request of rsize bytes
  * (same subpool, allowed by max_split, no split). */
 bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize);

@@ -155,21 +155,34 @@ static void add_hole(cp_sim_t *sim, uintptr_t addr, size_t size) {
   *link = hole;
 }
 
+/* The range of the table `set` at addr, NULL if none. */
+static cp_sim_range_t *range_at(cp_sim_range_t *set, uintptr_t addr) {
+  cp_sim_range_t *r;
+  HASH_FIND_PTR(set, &addr, r);
+  return r;
+}
+
+/* r leaves the table *set and its addresses go back to the holes. */
+static void range_release(cp_sim_t *sim, cp_sim_range_t **set, cp_sim_range_t *r) {
+  uintptr_t addr = r->addr;
+  size_t size = r->size;
+  HASH_DEL(*set, r);
+  free(r);
+  add_hole(sim, addr, size);
+}
+
 static void sim_free(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
-  cp_sim_range_t *live;
-  HASH_FIND_PTR(sim->live, &addr, live);
   size_t need = (size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
+  cp_sim_range_t *live = range_at(sim->live, addr);
   if (!live || live->size != need) {
     sim->bad_frees++;
     return;
   }
-  HASH_DEL(sim->live, live);
-  free(live);
   sim->used -= need;
   sim->frees++;
-  add_hole(sim, addr, need);
+  range_release(sim, &sim->live, live);
 }
 
 static int sim_barrier(void *ctx, int device) {
@@ -254,28 +267,23 @@ static cp_sim_range_t *reservation_of(cp_sim_t *sim, uintptr_t addr, size_t size
   return NULL;
 }
 
-static bool page_is_mapped(cp_sim_t *sim, uintptr_t addr) {
-  cp_sim_range_t *p;
-  HASH_FIND_PTR(sim->pages, &addr, p);
-  return p != NULL;
-}
+static bool page_is_mapped(cp_sim_t *sim, uintptr_t addr) { return range_at(sim->pages, addr) != NULL; }
 
+/* Whether [addr, addr+size) is whole pages of one reservation, all mapped
+ * or all unmapped as asked; if not, a bad map is counted. */
 static bool pages_valid(cp_sim_t *sim, uintptr_t addr, size_t size, bool mapped) {
-  if (!sim->vmm_page || addr % sim->vmm_page || size % sim->vmm_page || !size ||
-      !reservation_of(sim, addr, size))
-    return false;
-  for (uintptr_t a = addr; a < addr + size; a += sim->vmm_page)
-    if (page_is_mapped(sim, a) != mapped) return false;
-  return true;
+  bool valid = sim->vmm_page && addr % sim->vmm_page == 0 && size % sim->vmm_page == 0 && size &&
+               reservation_of(sim, addr, size);
+  for (uintptr_t a = addr; valid && a < addr + size; a += sim->vmm_page)
+    valid = page_is_mapped(sim, a) == mapped;
+  if (!valid) sim->bad_maps++;
+  return valid;
 }
 
 static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
-  if (!pages_valid(sim, addr, size, false)) {
-    sim->bad_maps++;
-    return EIO;
-  }
+  if (!pages_valid(sim, addr, size, false)) return EIO;
   if (should_fail(sim, size)) {
     sim->failed_allocs++;
     return ENOMEM;
@@ -298,13 +306,9 @@ static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
 static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
-  if (!pages_valid(sim, addr, size, true)) {
-    sim->bad_maps++;
-    return;
-  }
+  if (!pages_valid(sim, addr, size, true)) return;
   for (uintptr_t a = addr; a < addr + size; a += sim->vmm_page) {
-    cp_sim_range_t *p;
-    HASH_FIND_PTR(sim->pages, &a, p);
+    cp_sim_range_t *p = range_at(sim->pages, a);
     HASH_DEL(sim->pages, p);
     free(p);
   }
@@ -317,8 +321,7 @@ static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
 static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
-  cp_sim_range_t *r;
-  HASH_FIND_PTR(sim->reservations, &addr, r);
+  cp_sim_range_t *r = range_at(sim->reservations, addr);
   bool any_mapped = false;
   for (uintptr_t a = addr; r && a < addr + size && !any_mapped; a += sim->vmm_page)
     any_mapped = sim->pages && page_is_mapped(sim, a);
@@ -326,10 +329,8 @@ static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
     sim->bad_frees++;
     return;
   }
-  HASH_DEL(sim->reservations, r);
-  free(r);
-  add_hole(sim, addr, size);
   sim->unreserves++;
+  range_release(sim, &sim->reservations, r);
 }
 
 void cp_sim_complete_fences(cp_sim_t *sim, uint64_t upto) {

@@ -46,35 +46,21 @@ static bool answered(CUresult *rc, CUdeviceptr *dptr, size_t bytesize, CUmemoryP
   return v != CP_FORWARD;
 }
 
-CUresult cp_w_cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-  CP_DRV_NEED(cuMemAllocAsync);
-  CUresult rc;
-  if (answered(&rc, dptr, bytesize, NULL, hStream, false, false)) return rc;
-  return cp_drv.cuMemAllocAsync(dptr, bytesize, hStream);
-}
+/* pool: the one a *FromPoolAsync call names, else NULL. */
+#define CP_ALLOC_ASYNC(name, per_thread, from_pool, pool, params, args)                 \
+  CUresult cp_w_##name params {                                                         \
+    CP_DRV_NEED(name);                                                                  \
+    CUresult rc;                                                                        \
+    if (answered(&rc, dptr, bytesize, pool, hStream, per_thread, from_pool)) return rc; \
+    return cp_drv.name args;                                                            \
+  }
 
-CUresult cp_w_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
-  CP_DRV_NEED(cuMemAllocAsync_ptsz);
-  CUresult rc;
-  if (answered(&rc, dptr, bytesize, NULL, hStream, true, false)) return rc;
-  return cp_drv.cuMemAllocAsync_ptsz(dptr, bytesize, hStream);
-}
-
-CUresult cp_w_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                      CUstream hStream) {
-  CP_DRV_NEED(cuMemAllocFromPoolAsync);
-  CUresult rc;
-  if (answered(&rc, dptr, bytesize, pool, hStream, false, true)) return rc;
-  return cp_drv.cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
-}
-
-CUresult cp_w_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                           CUstream hStream) {
-  CP_DRV_NEED(cuMemAllocFromPoolAsync_ptsz);
-  CUresult rc;
-  if (answered(&rc, dptr, bytesize, pool, hStream, true, true)) return rc;
-  return cp_drv.cuMemAllocFromPoolAsync_ptsz(dptr, bytesize, pool, hStream);
-}
+CP_AND_PTSZ(CP_ALLOC_ASYNC, cuMemAllocAsync, false, NULL,
+            (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
+CP_AND_PTSZ(CP_ALLOC_ASYNC, cuMemAllocFromPoolAsync, true, pool,
+            (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
+            (dptr, bytesize, pool, hStream))
+#undef CP_ALLOC_ASYNC
 
 CUresult cp_w_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   CP_DRV_NEED(cuDeviceSetMemPool);

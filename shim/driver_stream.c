@@ -115,9 +115,7 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
                           (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED); \
     return rc;                                                            \
   }
-#define CP_BEGIN(name, mode_expr, params, args)      \
-  CP_BEGIN_ONE(name, false, mode_expr, params, args) \
-  CP_BEGIN_ONE(name##_ptsz, true, mode_expr, params, args)
+#define CP_BEGIN(name, mode_expr, params, args) CP_AND_PTSZ(CP_BEGIN_ONE, name, mode_expr, params, args)
 
 CP_BEGIN(cuStreamBeginCapture, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
 CP_BEGIN(cuStreamBeginCapture_v2, mode, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))

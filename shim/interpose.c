@@ -55,14 +55,6 @@ CP_EXPORT cudaError_t cudaFree(void *devPtr) {
   return (cudaError_t)cp_serve_free(&runtime_calls, (uintptr_t)devPtr);
 }
 
-static int rt_free_async(uintptr_t p, uintptr_t stream) {
-  return cp_real.cudaFreeAsync((void *)p, (cudaStream_t)stream);
-}
-
-static int rt_free_async_ptsz(uintptr_t p, uintptr_t stream) {
-  return cp_real.cudaFreeAsync_ptsz((void *)p, (cudaStream_t)stream);
-}
-
 int cp_rt_capturing(uintptr_t stream, bool *capturing) {
   enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaError_t rc = cp_real.cudaStreamIsCapturing((cudaStream_t)stream, &status);
@@ -70,21 +62,22 @@ int cp_rt_capturing(uintptr_t stream, bool *capturing) {
   return rc;
 }
 
-const cp_async_calls_t cp_runtime_async = {.free_async = rt_free_async, .capturing = cp_rt_capturing};
-static const cp_async_calls_t runtime_async_ptsz = {
-    .free_async = rt_free_async_ptsz, .capturing = cp_rt_capturing, .per_thread = true};
+/* entry: what the entry counts show it as (the twin is counted with the plain call). */
+#define CP_FREE_ASYNC(name, ptsz, entry)                                                           \
+  static int real_##name(uintptr_t p, uintptr_t stream) {                                          \
+    return cp_real.name((void *)p, (cudaStream_t)stream);                                          \
+  }                                                                                                \
+  static const cp_async_calls_t calls_##name = {                                                   \
+      .free_async = real_##name, .capturing = cp_rt_capturing, .per_thread = ptsz};                \
+  CP_EXPORT cudaError_t name(void *devPtr, cudaStream_t hStream) {                                 \
+    if (!cp_shim_init() || !devPtr) return cp_real.name(devPtr, hStream);                          \
+    if (cp_opts.verbose) cp_entry_call(entry, cp_serve_owned((uintptr_t)devPtr));                  \
+    return (cudaError_t)cp_serve_free_async(&calls_##name, (uintptr_t)devPtr, (uintptr_t)hStream); \
+  }
+CP_AND_PTSZ(CP_FREE_ASYNC, cudaFreeAsync, CP_ENTRY_cudaFreeAsync)
+#undef CP_FREE_ASYNC
 
-CP_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
-  if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync(devPtr, hStream);
-  if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cudaFreeAsync, cp_serve_owned((uintptr_t)devPtr));
-  return (cudaError_t)cp_serve_free_async(&cp_runtime_async, (uintptr_t)devPtr, (uintptr_t)hStream);
-}
-
-CP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
-  if (!cp_shim_init() || !devPtr) return cp_real.cudaFreeAsync_ptsz(devPtr, hStream);
-  if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cudaFreeAsync, cp_serve_owned((uintptr_t)devPtr));
-  return (cudaError_t)cp_serve_free_async(&runtime_async_ptsz, (uintptr_t)devPtr, (uintptr_t)hStream);
-}
+const cp_async_calls_t *const cp_runtime_async = &calls_cudaFreeAsync;
 
 /* A pool block that cannot be exported fails as an invalid pointer does, so
  * the runtime records the error for cudaGetLastError() too. */

@@ -49,31 +49,20 @@ static bool answered(cudaError_t *rc, void **devPtr, size_t size, cudaMemPool_t 
   return true;
 }
 
-CP_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
-  cudaError_t rc;
-  if (answered(&rc, devPtr, size, NULL, hStream, false, false)) return rc;
-  return cp_real.cudaMallocAsync(devPtr, size, hStream);
-}
+/* pool: the one a *FromPoolAsync call names, else NULL. */
+#define CP_MALLOC_ASYNC(name, per_thread, from_pool, pool, params, args)             \
+  CP_EXPORT cudaError_t name params {                                                \
+    cudaError_t rc;                                                                  \
+    if (answered(&rc, devPtr, size, pool, stream, per_thread, from_pool)) return rc; \
+    return cp_real.name args;                                                        \
+  }
 
-CP_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream) {
-  cudaError_t rc;
-  if (answered(&rc, devPtr, size, NULL, hStream, true, false)) return rc;
-  return cp_real.cudaMallocAsync_ptsz(devPtr, size, hStream);
-}
-
-CP_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
-                                              cudaStream_t stream) {
-  cudaError_t rc;
-  if (answered(&rc, ptr, size, memPool, stream, false, true)) return rc;
-  return cp_real.cudaMallocFromPoolAsync(ptr, size, memPool, stream);
-}
-
-CP_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
-                                                   cudaStream_t stream) {
-  cudaError_t rc;
-  if (answered(&rc, ptr, size, memPool, stream, true, true)) return rc;
-  return cp_real.cudaMallocFromPoolAsync_ptsz(ptr, size, memPool, stream);
-}
+CP_AND_PTSZ(CP_MALLOC_ASYNC, cudaMallocAsync, false, NULL, (void **devPtr, size_t size, cudaStream_t stream),
+            (devPtr, size, stream))
+CP_AND_PTSZ(CP_MALLOC_ASYNC, cudaMallocFromPoolAsync, true, memPool,
+            (void **devPtr, size_t size, cudaMemPool_t memPool, cudaStream_t stream),
+            (devPtr, size, memPool, stream))
+#undef CP_MALLOC_ASYNC
 
 /* ---- memory pools ------------------------------------------------------------------ */
 
@@ -151,7 +140,7 @@ CP_EXPORT void cudapool_torch_free(void *ptr, ssize_t size, int device, cudaStre
   (void)size, (void)device;
   if (!ptr) return;
   if (cp_opts.verbose) cp_entry_call(CP_ENTRY_cudapool_torch_free, cp_serve_owned((uintptr_t)ptr));
-  int rc = cp_hooking() ? cp_serve_free_async(&cp_runtime_async, (uintptr_t)ptr, (uintptr_t)stream)
+  int rc = cp_hooking() ? cp_serve_free_async(cp_runtime_async, (uintptr_t)ptr, (uintptr_t)stream)
                         : (int)cp_real.cudaFreeAsync(ptr, stream);
   if (rc != cudaSuccess) cp_real.cudaGetLastError();
 }

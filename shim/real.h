@@ -102,6 +102,6 @@ bool cp_real_complete(void);
  * and the runtime's stream-ordered free calls (serve.h). */
 struct cp_async_calls;
 int cp_rt_capturing(uintptr_t stream, bool *capturing);
-extern const struct cp_async_calls cp_runtime_async;
+extern const struct cp_async_calls *const cp_runtime_async; /* cudaFreeAsync's */
 
 #endif

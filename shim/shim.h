@@ -12,6 +12,10 @@
 
 #define CP_EXPORT __attribute__((visibility("default")))
 
+/* A wrapper and its _ptsz twin (the same call on the per-thread default
+ * stream) from one line: ONE(name, per_thread, ...) for both. */
+#define CP_AND_PTSZ(ONE, name, ...) ONE(name, false, __VA_ARGS__) ONE(name##_ptsz, true, __VA_ARGS__)
+
 extern cp_options_t cp_opts;
 
 /* Load the options (and open the trace), once; safe to race. Whether and
