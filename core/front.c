@@ -418,7 +418,7 @@ static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
     front_lock(f);
     int i = table_find(f, addr);
     cp_block_t *b = i >= 0 ? f->slot[i].block : NULL;
-    if (!b || key != f->key || b->stream != f->stream) {
+    if (!b || key != f->key || b->stream != f->stream || (restream && *restream != b->stream)) {
       front_unlock(f);
       return free_slow(pool, f, addr, restream, key, flags);
     }

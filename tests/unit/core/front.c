@@ -372,3 +372,24 @@ Test(front, another_threads_allocation_decides_as_without_caches) {
   cr_assert(eq(u64, plain, a_plain), "the pool alone serves the freed block after a barrier");
   cr_assert(eq(u64, front, a_front), "so does the pool behind the caches");
 }
+
+/* A block allocated for stream 5 and freed in stream order on stream 9 is
+ * stream 9's: the thread's next allocation for stream 5 must not get it back
+ * at once (work on 9 may still use it), through the cache or the pool. */
+Test(front, a_free_on_another_stream_is_that_streams) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t p = 0, q = 0;
+  cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 5, 7, &p), 0));
+  cr_assert(eq(int, cp_front_free_on_stream(F.pool, p, 9, 7, 0), 0));
+  cr_assert(eq(sz, held(), 0), "not cached as stream 5's");
+  cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 5, 7, &q), 0));
+  cr_assert(not(eq(u64, q, p)), "stream 5 waits for a barrier");
+  uintptr_t r = 0;
+  cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 9, 7, &r), 0));
+  cr_assert(eq(u64, r, p), "stream 9 has it at once");
+  cr_assert(eq(int, cp_front_free(F.pool, q, 7, 0), 0));
+  cr_assert(eq(int, cp_front_free(F.pool, r, 7, 0), 0));
+  fx_close();
+}
