@@ -144,9 +144,12 @@ static cp_block_t *idle_pending(const cp_segment_t *seg) {
  * fence may be issued, as during some stream captures): a segment with no
  * ACTIVE block goes back whole, its PENDING blocks with it. The backend's
  * free waits for the device, so nothing it may still touch is reclaimed
- * early, and no block of it is ever handed out again. */
+ * early, and no block of it is ever handed out again. Not an expandable
+ * segment: its pages go back only once the device is done with them
+ * (pages.c), so it would stay, its blocks READY too early. */
 size_t cp_release_idle_segments(cp_pool_t *pool) {
   for (cp_segment_t *seg = pool->oldest; seg; seg = seg->newer) {
+    if (seg->expandable) continue;
     cp_block_t *b;
     /* One at a time: making a block ready may merge its neighbours away. */
     while ((b = idle_pending(seg))) {

@@ -251,3 +251,25 @@ Test(expandable, invariants_hold_under_random_sequences) {
   cr_assert(eq(i64, reserved(), 0));
   close_expandable();
 }
+
+/* With neither barriers nor fences (as during some captures), the last
+ * resort releases idle ordinary segments, whose free waits for the device;
+ * an expandable segment is not released so, and its pending block must stay
+ * pending: another key never gets it before a synchronisation. */
+Test(expandable, no_barrier_no_fence_never_hands_out_a_pending_block) {
+  open_expandable(CP_NO_LIMIT, 4 * MiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t a = 0, b = 0;
+  cr_assert(eq(int, cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 1, &a), 0));
+  cr_assert(eq(int, cp_free(F.pool, a, 1, 0), 0));
+  for (int i = 0; i < 2; i++) {
+    int rc = cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 2, &b);
+    cr_assert(eq(int, rc, ENOMEM), "try %d: another key got the pending block %#lx", i, (unsigned long)b);
+  }
+  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  cr_assert(eq(int, cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 2, &b), 0));
+  cr_assert(eq(u64, b, a), "after a synchronisation it is ready");
+  cr_assert(eq(int, cp_free(F.pool, b, 2, 0), 0));
+  close_expandable();
+}
