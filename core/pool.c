@@ -146,6 +146,21 @@ static void teardown(cp_pool_t *pool, bool give_back) {
 void cp_pool_destroy(cp_pool_t *pool) { teardown(pool, true); }
 void cp_pool_drop(cp_pool_t *pool) { teardown(pool, false); }
 
+static void gone_free(void *ctx, int device, uintptr_t addr, size_t size) {
+  (void)ctx, (void)device, (void)addr, (void)size;
+}
+
+void cp_pool_retire(cp_pool_t *pool) {
+  /* A thread's exit would otherwise fold its cache into the pool and trim
+   * it: a cudaFree of an address the new context may have handed out. */
+  cp_fronts_orphan(pool);
+  pthread_mutex_lock(&pool->lock);
+  pool->be.free = gone_free;
+  pool->be.unmap = gone_free;
+  pool->be.unreserve = gone_free;
+  pthread_mutex_unlock(&pool->lock);
+}
+
 cp_block_t *cp_block_new(cp_pool_t *pool) {
   cp_block_t *b = pool->spare;
   if (b) {

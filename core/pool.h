@@ -96,6 +96,10 @@ void cp_pool_destroy(cp_pool_t *pool);
 /* Free the pool without calling the backend: the device memory is already
  * gone (cudaDeviceReset). */
 void cp_pool_drop(cp_pool_t *pool);
+/* The device memory is gone (cudaDeviceReset) but the pool stays allocated
+ * (other threads may still hold it): it never calls the backend to give
+ * memory back again, and the threads' caches leave it. */
+void cp_pool_retire(cp_pool_t *pool);
 
 /* Allocate `size` (> 0) bytes for `stream`. 0, EINVAL (size 0), ENOMEM (the
  * limit, or the device is full), or the backend's own error when its last

@@ -140,6 +140,7 @@ void cp_device_reset(cp_device_t *dev) {
   dev->n_spare = 0;
   pthread_mutex_unlock(&dev->lock);
   if (pool) {
+    cp_pool_retire(pool);
     retire(pool);
     atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
   }

@@ -393,3 +393,31 @@ Test(front, a_free_on_another_stream_is_that_streams) {
   cr_assert(eq(int, cp_front_free(F.pool, r, 7, 0), 0));
   fx_close();
 }
+
+/* After a device reset the pool is retired, not destroyed: a thread that
+ * exits later with blocks in its cache must not make the pool give memory
+ * back (the addresses may be the new context's by then). */
+static void *cache_one_and_exit(void *arg) {
+  (void)arg;
+  uintptr_t p = fr_alloc(4 << 20, 1);
+  fr_free(p, 1);
+  cr_assert(eq(sz, held(), 1));
+  return NULL;
+}
+
+Test(front, a_thread_leaving_a_retired_pool_gives_nothing_back) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.max_cached = 0; /* every settle trims what is free */
+  fx_open_cfg(&cfg, GiB);
+  cp_pool_retire(F.pool);
+  pthread_t t;
+  pthread_create(&t, NULL, cache_one_and_exit, NULL);
+  pthread_join(t, NULL);
+  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  cp_empty_cache(F.pool);
+  cr_assert(eq(sz, cp_sim_live_count(&F.sim), 1), "the retired pool gave its segment back");
+  cp_pool_drop(F.pool);
+  F.pool = NULL;
+  cp_sim_fini(&F.sim);
+}
