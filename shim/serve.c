@@ -197,7 +197,7 @@ int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t st
   /* Every capture begins through a call the shim sees, so with none in
    * progress a stream the shim knows is not capturing; CUDA is asked
    * otherwise (it also judges a stream the shim does not know). */
-  if (cp_serve_owned(p) && (cp_capture_count() > 0 || !stream_known(stream))) {
+  if ((cp_capture_count() > 0 || !stream_known(stream)) && cp_serve_owned(p)) {
     /* A bad stream fails as natively, and the block stays the program's. */
     bool capturing = false;
     int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
