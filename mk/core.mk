@@ -32,13 +32,7 @@ $(CORE_BENCH_BIN): bench/core_bench.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
 
-# The same churn through the threads' front caches (core/front.c).
-CORE_FRONT_TSAN_BIN := $(BUILD)/tests/core_front_tsan
-$(CORE_FRONT_TSAN_BIN): tests/unit/core/front_tsan.c tests/support/core_churn.h $(CORE_LIB)
-	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $(TEST_INC) $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
-
-ALL_TARGETS += $(CORE_LIB) $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_FRONT_TSAN_BIN) $(CORE_BENCH_BIN)
-TEST_BINS += $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_FRONT_TSAN_BIN)
-TSAN_TEST_BINS += $(CORE_TSAN_BIN) $(CORE_FRONT_TSAN_BIN)
+ALL_TARGETS += $(CORE_LIB) $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_BENCH_BIN)
+TEST_BINS += $(CORE_TEST_BIN) $(CORE_TSAN_BIN)
+TSAN_TEST_BINS += $(CORE_TSAN_BIN)
 BENCH_CMDS += $(CORE_BENCH_BIN)

@@ -1,6 +1,8 @@
 /* threads_tsan.c: the churn of core_churn.h as a plain program, for
- * ThreadSanitizer (Criterion cannot start under it: Snaipe/Criterion#274).
- * Prints "core_threads_tsan: 1 passed, 0 failed" or what broke; exit 1 on
+ * ThreadSanitizer (Criterion cannot start under it: Snaipe/Criterion#274),
+ * on the pool alone and then through the threads' front caches (core/front.c:
+ * stats read and caches emptied meanwhile).
+ * Prints "core_threads_tsan: 2 passed, 0 failed" or what broke; exit 1 on
  * failure. A data race makes TSan itself fail the run. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,8 @@
   } while (0)
 #include "core_churn.h"
 
-int main(void) {
-  cp_pool_t *pool = churn_run(false);
+static void churn_once(bool front) {
+  cp_pool_t *pool = churn_run(front);
   cudapool_stats_t s;
   cp_get_stats(pool, &s);
   char why[256] = "";
@@ -27,6 +29,11 @@ int main(void) {
   CHURN_CHECK(s.num_alloc == s.num_free, "%llu allocs, %llu frees", (unsigned long long)s.num_alloc,
               (unsigned long long)s.num_free);
   churn_close();
-  printf("core_threads_tsan: 1 passed, 0 failed\n");
+}
+
+int main(void) {
+  churn_once(false);
+  churn_once(true);
+  printf("core_threads_tsan: 2 passed, 0 failed\n");
   return 0;
 }
