@@ -151,9 +151,9 @@ static void gone_free(void *ctx, int device, uintptr_t addr, size_t size) {
 }
 
 void cp_pool_retire(cp_pool_t *pool) {
-  /* A thread's exit would otherwise fold its cache into the pool and trim
-   * it: a cudaFree of an address the new context may have handed out. */
-  cp_fronts_orphan(pool);
+  /* A thread's exit still folds its cache into the pool (other threads may
+   * be inside it: its caches stay), and the trim that may follow must not
+   * cudaFree an address the new context may have handed out. */
   pthread_mutex_lock(&pool->lock);
   pool->be.free = gone_free;
   pool->be.unmap = gone_free;

@@ -98,7 +98,7 @@ void cp_pool_destroy(cp_pool_t *pool);
 void cp_pool_drop(cp_pool_t *pool);
 /* The device memory is gone (cudaDeviceReset) but the pool stays allocated
  * (other threads may still hold it): it never calls the backend to give
- * memory back again, and the threads' caches leave it. */
+ * memory back again. */
 void cp_pool_retire(cp_pool_t *pool);
 
 /* Allocate `size` (> 0) bytes for `stream`. 0, EINVAL (size 0), ENOMEM (the
