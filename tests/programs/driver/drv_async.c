@@ -26,17 +26,9 @@ static struct {
   __typeof__(cuMemPoolTrimTo) *trim;
 } F;
 
-static void *by_proc(const char *base, cuuint64_t flags) {
-  void *fn = NULL;
-  CUdriverProcAddressQueryResult st;
-  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS)
-    return NULL;
-  return fn;
-}
-
 static void *find(const char *how, const char *base, const char *exported, bool per_thread) {
   if (!strcmp(how, "dlsym")) return dlsym(D.lib, exported);
-  return by_proc(base, per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0);
+  return drv_proc(base, per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0);
 }
 
 static int lookup(const char *how) {
@@ -59,28 +51,18 @@ static int lookup(const char *how) {
              : -1;
 }
 
-static int round_trip(CUdeviceptr p, size_t n, unsigned char seed) {
-  static unsigned char in[4096], out[4096];
-  if (n > sizeof in) n = sizeof in;
-  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(seed + i * 13);
-  if (D.cuMemcpyHtoD_v2(p, in, n) != CUDA_SUCCESS) return 0;
-  memset(out, 0, n);
-  if (D.cuMemcpyDtoH_v2(out, p, n) != CUDA_SUCCESS) return 0;
-  return memcmp(in, out, n) == 0;
-}
-
 static void pairs(const char *tag, CUstream s, bool ptsz) {
   __typeof__(cuMemAllocAsync) *alloc = ptsz ? F.allocAsyncPtsz : F.allocAsync;
   const char *real = ptsz ? "cuMemAllocAsync_ptsz" : "cuMemAllocAsync";
   long calls0 = fake_calls(real);
   CUdeviceptr a = 0, b = 0;
   int al = alloc(&a, 300 * KiB, s);
-  int ok = round_trip(a, 4096, 3);
+  int ok = drv_round_trip(a, 4096, 3);
   /* The per-thread stream by its handle: the stream the _ptsz call meant. */
   CUstream freed_on = ptsz && !s ? CU_STREAM_PER_THREAD : s;
   int f = F.freeAsync(a, freed_on);
   int al2 = alloc(&b, 300 * KiB, s);
-  int ok2 = round_trip(b, 4096, 4);
+  int ok2 = drv_round_trip(b, 4096, 4);
   int f2 = F.freeAsync(b, freed_on);
   int sync = D.cuStreamSynchronize(s);
   printf("%s: alloc=%d ok=%d free=%d alloc2=%d ok2=%d free2=%d sync=%d\n", tag, al, ok, f, al2, ok2, f2,

@@ -33,23 +33,15 @@ static struct {
   __typeof__(cuIpcGetMemHandle) *ipc;
 } F;
 
-static void *by_proc(const char *base, cuuint64_t flags) {
-  void *fn = NULL;
-  CUdriverProcAddressQueryResult st;
-  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS)
-    return NULL;
-  return fn;
-}
-
 static int lookup(const char *how) {
   if (strcmp(how, "proc") == 0) {
-    F.freeAsync = (__typeof__(F.freeAsync))by_proc("cuMemFreeAsync", CU_GET_PROC_ADDRESS_LEGACY_STREAM);
-    F.freeAsyncPtsz =
-        (__typeof__(F.freeAsyncPtsz))by_proc("cuMemFreeAsync", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-    F.range = (__typeof__(F.range))by_proc("cuMemGetAddressRange", 0);
-    F.attr = (__typeof__(F.attr))by_proc("cuPointerGetAttribute", 0);
-    F.attrs = (__typeof__(F.attrs))by_proc("cuPointerGetAttributes", 0);
-    F.ipc = (__typeof__(F.ipc))by_proc("cuIpcGetMemHandle", 0);
+    F.freeAsync = (__typeof__(F.freeAsync))drv_proc("cuMemFreeAsync", CU_GET_PROC_ADDRESS_LEGACY_STREAM);
+    F.freeAsyncPtsz = (__typeof__(F.freeAsyncPtsz))drv_proc("cuMemFreeAsync",
+                                                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    F.range = (__typeof__(F.range))drv_proc("cuMemGetAddressRange", 0);
+    F.attr = (__typeof__(F.attr))drv_proc("cuPointerGetAttribute", 0);
+    F.attrs = (__typeof__(F.attrs))drv_proc("cuPointerGetAttributes", 0);
+    F.ipc = (__typeof__(F.ipc))drv_proc("cuIpcGetMemHandle", 0);
   } else if (strcmp(how, "dlsym") == 0) {
     F.freeAsync = (__typeof__(F.freeAsync))dlsym(D.lib, "cuMemFreeAsync");
     F.freeAsyncPtsz = (__typeof__(F.freeAsyncPtsz))dlsym(D.lib, "cuMemFreeAsync_ptsz");
@@ -86,17 +78,6 @@ static CUdeviceptr alloc(size_t n, int *errors) {
   return p;
 }
 
-/* Writes a pattern to p and reads it back: 1 when both worked and match. */
-static int round_trip(CUdeviceptr p, size_t n, unsigned char seed) {
-  static unsigned char in[64 * 1024], out[64 * 1024];
-  if (n > sizeof in) n = sizeof in;
-  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(seed + i * 13);
-  if (D.cuMemcpyHtoD_v2(p, in, n) != CUDA_SUCCESS) return 0;
-  memset(out, 0, n);
-  if (D.cuMemcpyDtoH_v2(out, p, n) != CUDA_SUCCESS) return 0;
-  return memcmp(in, out, n) == 0;
-}
-
 /* ---- stream-ordered frees ------------------------------------------------------- */
 
 static void free_async(void) {
@@ -104,14 +85,14 @@ static void free_async(void) {
   int c = D.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
   int errors = 0;
   CUdeviceptr a = alloc(512 * KiB, &errors), b = alloc(512 * KiB, &errors);
-  int before = round_trip(b, 64 * KiB, 7);
+  int before = drv_round_trip(b, 64 * KiB, 7);
   long live0 = fake_live(0), calls0 = fake_calls("cuMemFreeAsync");
   int f = F.freeAsync(a, s);
   unsigned char out[2];
   int read = D.cuMemcpyDtoH_v2(out, b, sizeof out);
   int kept = out[0] == 7 && out[1] == 7 + 13;
   int set = D.cuMemsetD8_v2(b, 0x5a, 512 * KiB);
-  int again = round_trip(b, 64 * KiB, 9);
+  int again = drv_round_trip(b, 64 * KiB, 9);
   printf("free_async: create=%d alloc=%d before=%d free=%d neighbour_read=%d kept=%d neighbour_set=%d "
          "neighbour_ok=%d\n",
          c, errors, before, f, read, kept, set, again);
@@ -143,7 +124,7 @@ static void free_async(void) {
   int twice_ptsz = F.freeAsyncPtsz(p, s);
   int bogus = F.freeAsync((CUdeviceptr)0x12345, s);
   int zero = F.freeAsync(0, s);
-  int neighbour = round_trip(q, 1000, 3);
+  int neighbour = drv_round_trip(q, 1000, 3);
   int fq = F.freeAsync(q, s);
   printf("free_async_errors: alloc=%d interior=%d interior_ptsz=%d first=%d twice=%d twice_ptsz=%d bogus=%d "
          "zero=%d neighbour_ok=%d free=%d\n",
@@ -175,7 +156,7 @@ static void capture_one(const char *tag, CUstreamCaptureMode mode) {
   int interior = F.freeAsync(q + 512, s);
   int end = D.cuStreamEndCapture(s, &g);
   /* The graph was never launched: p is still the program's. */
-  int usable = round_trip(p, 4096, 5) && round_trip(q, 4096, 6);
+  int usable = drv_round_trip(p, 4096, 5) && drv_round_trip(q, 4096, 6);
   int fp = D.cuMemFree_v2(p);
   int fq = D.cuMemFree_v2(q);
   int d = D.cuStreamDestroy_v2(s);

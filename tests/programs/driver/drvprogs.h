@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cudapool.h"
 #include "pool_probe.h"
@@ -130,6 +131,27 @@ static inline void print_pool(int dev) {
          (unsigned long long)s.num_barriers, (unsigned long long)s.num_ooms,
          (long long)s.allocated_bytes.current, (long long)s.reserved_bytes.current,
          (long long)s.segments.current);
+}
+
+/* A driver entry point through cuGetProcAddress (CUDA 13's version), with
+ * the flags given; NULL when the driver has none. */
+static inline void *drv_proc(const char *base, cuuint64_t flags) {
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult st;
+  if (D.getProc(base, &fn, 13000, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS)
+    return NULL;
+  return fn;
+}
+
+/* Writes a pattern to p and reads it back: 1 when both worked and match. */
+static inline int drv_round_trip(CUdeviceptr p, size_t n, unsigned char seed) {
+  static unsigned char in[64 * 1024], out[64 * 1024];
+  if (n > sizeof in) n = sizeof in;
+  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(seed + i * 13);
+  if (D.cuMemcpyHtoD_v2(p, in, n) != CUDA_SUCCESS) return 0;
+  memset(out, 0, n);
+  if (D.cuMemcpyDtoH_v2(out, p, n) != CUDA_SUCCESS) return 0;
+  return memcmp(in, out, n) == 0;
 }
 
 #endif

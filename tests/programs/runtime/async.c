@@ -27,24 +27,9 @@
 cudaError_t cudaMallocAsync_ptsz(void **p, size_t size, cudaStream_t stream);
 cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t stream);
 
-static long barriers(void) {
-  cudapool_stats_t s;
-  return pool_stats(0, &s) == 0 ? (long)s.num_barriers : 0;
-}
-
 static long hits(void) {
   cudapool_stats_t s;
   return pool_stats(0, &s) == 0 ? (long)s.hits : 0;
-}
-
-static int round_trip(void *p, size_t n, unsigned char seed) {
-  static unsigned char in[64 * 1024], out[64 * 1024];
-  if (n > sizeof in) n = sizeof in;
-  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(seed + i * 13);
-  if (cudaMemcpy(p, in, n, cudaMemcpyHostToDevice) != cudaSuccess) return 0;
-  memset(out, 0, n);
-  if (cudaMemcpy(out, p, n, cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
-  return memcmp(in, out, n) == 0;
 }
 
 /* ---- basic -------------------------------------------------------------------------- */
@@ -52,7 +37,8 @@ static int round_trip(void *p, size_t n, unsigned char seed) {
 /* Two pairs on one stream: the second gets the first's block at once. */
 static void pairs(const char *tag, cudaStream_t s, int ptsz) {
   void *a = NULL, *b = NULL;
-  long calls0 = fake_calls(ptsz ? "cudaMallocAsync_ptsz" : "cudaMallocAsync"), b0 = barriers(), h0 = hits();
+  long calls0 = fake_calls(ptsz ? "cudaMallocAsync_ptsz" : "cudaMallocAsync"), b0 = pool_barriers(),
+       h0 = hits();
   int al = ptsz ? cudaMallocAsync_ptsz(&a, 300 * KiB, s) : cudaMallocAsync(&a, 300 * KiB, s);
   int ok = round_trip(a, 300 * KiB, 3);
   int f = ptsz ? cudaFreeAsync_ptsz(a, s) : cudaFreeAsync(a, s);
@@ -63,7 +49,7 @@ static void pairs(const char *tag, cudaStream_t s, int ptsz) {
   printf("%s: alloc=%d ok=%d free=%d alloc2=%d ok2=%d free2=%d sync=%d last=%d\n", tag, al, ok, f, al2, ok2,
          f2, sync, LAST());
   printf("info: %s same=%d real_calls=%ld barriers=%ld hits=%ld\n", tag, a == b,
-         fake_calls(ptsz ? "cudaMallocAsync_ptsz" : "cudaMallocAsync") - calls0, barriers() - b0,
+         fake_calls(ptsz ? "cudaMallocAsync_ptsz" : "cudaMallocAsync") - calls0, pool_barriers() - b0,
          hits() - h0);
 }
 
@@ -117,7 +103,7 @@ static void basic(void) {
 #define JOB (12 * MiB) /* a segment of its own under the pool */
 
 static void race_one(const char *tag, cudaStream_t s1, cudaStream_t s2) {
-  long r0 = fake_races(), b0 = barriers();
+  long r0 = fake_races(), b0 = pool_barriers();
   fake_hold(1);
   void *a = NULL, *b = NULL;
   int e = cudaMallocAsync(&a, JOB, s1) | cudaMemsetAsync(a, 1, JOB, s1) | cudaFreeAsync(a, s1);
@@ -126,7 +112,7 @@ static void race_one(const char *tag, cudaStream_t s1, cudaStream_t s2) {
   int f = cudaFreeAsync(b, s2);
   int sync = cudaDeviceSynchronize();
   printf("%s: errors=%d races=%ld free=%d sync=%d last=%d\n", tag, e, fake_races() - r0, f, sync, LAST());
-  printf("info: %s same=%d barriers=%ld\n", tag, a == b, barriers() - b0);
+  printf("info: %s same=%d barriers=%ld\n", tag, a == b, pool_barriers() - b0);
 }
 
 static void race(void) {

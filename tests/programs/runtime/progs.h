@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cudapool.h"
 #include "pool_probe.h"
@@ -59,6 +60,23 @@ static inline void print_pool(int dev) {
          (long long)s.allocated_bytes.current, (long long)s.allocated_bytes.peak,
          (long long)s.reserved_bytes.current, (long long)s.cached_bytes.current,
          (long long)s.segments.current);
+}
+
+/* The pool's barriers on device 0 so far (0 without the pool). */
+static inline long pool_barriers(void) {
+  cudapool_stats_t s;
+  return pool_stats(0, &s) == 0 ? (long)s.num_barriers : 0;
+}
+
+/* Writes a pattern to p and reads it back: 1 when both worked and match. */
+static inline int round_trip(void *p, size_t n, unsigned char seed) {
+  static unsigned char in[64 * 1024], out[64 * 1024];
+  if (n > sizeof in) n = sizeof in;
+  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(seed + i * 13);
+  if (cudaMemcpy(p, in, n, cudaMemcpyHostToDevice) != cudaSuccess) return 0;
+  memset(out, 0, n);
+  if (cudaMemcpy(out, p, n, cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
+  return memcmp(in, out, n) == 0;
 }
 
 #endif

@@ -35,22 +35,6 @@ static void *raw_malloc(size_t n) {
   return f ? f(n) : NULL;
 }
 
-static long barriers(void) {
-  cudapool_stats_t s;
-  return pool_stats(0, &s) == 0 ? (long)s.num_barriers : 0;
-}
-
-/* Writes a pattern to p and reads it back: 1 when both worked and match. */
-static int round_trip(void *p, size_t n, unsigned char seed) {
-  static unsigned char in[64 * 1024], out[64 * 1024];
-  if (n > sizeof in) n = sizeof in;
-  for (size_t i = 0; i < n; i++) in[i] = (unsigned char)(seed + i * 13);
-  if (cudaMemcpy(p, in, n, cudaMemcpyHostToDevice) != cudaSuccess) return 0;
-  memset(out, 0, n);
-  if (cudaMemcpy(out, p, n, cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
-  return memcmp(in, out, n) == 0;
-}
-
 /* ---- free: stream-ordered frees --------------------------------------------------- */
 
 static void free_async(void) {
@@ -84,11 +68,11 @@ static void free_async(void) {
 
   /* Freed blocks come back, after the synchronisations above. */
   void *c1 = NULL;
-  long b0 = barriers();
+  long b0 = pool_barriers();
   al = cudaMalloc(&c1, 512 * KiB);
   f = cudaFree(c1);
   printf("free_async_reuse: alloc=%d free=%d last=%d\n", al, f, LAST());
-  printf("info: free_async_reuse same=%d barriers=%ld\n", c1 == a || c1 == b, barriers() - b0);
+  printf("info: free_async_reuse same=%d barriers=%ld\n", c1 == a || c1 == b, pool_barriers() - b0);
 
   /* Bad pointers fail natively, with the pool's segment untouched. */
   void *p = NULL, *q = NULL;
@@ -184,7 +168,7 @@ static void finish(struct worker *w) {
  * job on a thread of its own (threaded) or both on this thread. */
 static void scenario(const char *tag, cudaStream_t s1, cudaStream_t s2, int variant, int threaded,
                      int device_sync) {
-  long r0 = fake_races(), b0 = barriers();
+  long r0 = fake_races(), b0 = pool_barriers();
   fake_hold(1);
   struct job a = {.stream = s1, .value = 1, .free_async = variant}, b = {.stream = s2, .value = 2};
   struct worker wa, wb;
@@ -204,7 +188,7 @@ static void scenario(const char *tag, cudaStream_t s1, cudaStream_t s2, int vari
   fake_hold(0);
   int f = cudaFree(b.ptr);
   printf("%s: errors=%d races=%ld free=%d last=%d\n", tag, a.errors + b.errors, fake_races() - r0, f, LAST());
-  printf("info: %s same=%d barriers=%ld\n", tag, a.ptr == b.ptr, barriers() - b0);
+  printf("info: %s same=%d barriers=%ld\n", tag, a.ptr == b.ptr, pool_barriers() - b0);
 }
 
 static void race(void) {
