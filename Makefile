@@ -95,6 +95,13 @@ $(SKIP_SELFTEST_BIN): tests/selftest/planted_skip.c $(LSAN_SCOPE) | $(DEPS_STAMP
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $< -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
 ALL_TARGETS += $(SKIP_SELFTEST_BIN)
 
+# A planted hang must be killed and named by scripts/run-tests (run_tests.c too).
+HANG_SELFTEST_BIN := $(BUILD)/tests/planted_hang
+$(HANG_SELFTEST_BIN): tests/selftest/planted_hang.c $(LSAN_SCOPE) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $< -o $@ $(CRITERION_LINK) $(LDFLAGS_BASE)
+ALL_TARGETS += $(HANG_SELFTEST_BIN)
+
 build-all: $(ALL_TARGETS)
 
 deps: $(DEPS_STAMP)

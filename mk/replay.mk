@@ -8,7 +8,7 @@ REPLAY_LIB_OBJS := $(filter-out $(BUILD)/tools/replay/main.o,$(REPLAY_OBJS))
 REPLAY_BIN  := $(BUILD)/cudapool-replay
 # cp_parse_size: the replayer reads sizes exactly as the CUDAPOOL_* options do.
 REPLAY_SHIM_OBJS := $(BUILD)/shim/parse.o
-TRACE_OBJ := $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o
+TRACE_OBJ := $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o $(BUILD)/shim/threads.o
 
 $(BUILD)/tools/replay/%.o: tools/replay/%.c tools/replay/replay.h $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

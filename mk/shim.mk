@@ -36,7 +36,7 @@ $(SHIM_LIB): $(BUILD)/$(SHIM_SONAME)
 # reads its files back with the replayer: mk/replay.mk adds the replayer's
 # objects to SHIM_UNIT_EXTRA (and -lz to SHIM_UNIT_EXTRA_LIBS).
 SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o \
-                           $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o,$(SHIM_OBJS))
+                           $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o $(BUILD)/shim/threads.o,$(SHIM_OBJS))
 SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
 $(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/support/*.h)

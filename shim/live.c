@@ -140,7 +140,7 @@ void cp_live_start(void) {
     say(seg_path, err);
     return;
   }
-  int rc = cp_thread_start(publisher, "cudapool-live");
+  int rc = cp_thread_start(publisher, NULL, "cudapool-live", NULL);
   if (rc != 0) {
     /* Nobody would answer: no segment rather than one that hangs readers. */
     unlink(seg_path);

@@ -101,7 +101,7 @@ void cp_sigterm_arm(void) {
   if (sem_init(&go, 0, 0) != 0) return;
 
   /* The thread starts with every signal blocked, so none is ever its. */
-  if (cp_thread_start(reporter, "cudapool-term") != 0)
+  if (cp_thread_start(reporter, NULL, "cudapool-term", NULL) != 0)
     return; /* no thread, no handler: SIGTERM stays native */
 
   /* SA_RESTART: the program's system calls see no EINTR from it. */

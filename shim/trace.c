@@ -48,6 +48,7 @@
 #include <zlib.h>
 
 #include "outfile.h"
+#include "threads.h"
 #include "util.h"
 
 #define BUF_BYTES (64 * 1024)
@@ -554,12 +555,8 @@ int cp_trace_open(const char *path) {
   atomic_store(&g.err, 0);
   uint64_t gen = ++g.last_gen;
   atomic_store_explicit(&g.gen, gen, memory_order_relaxed);
-  /* The writer must not take the program's signals. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  g.writer_running = pthread_create(&g.writer, NULL, writer_main, (void *)(uintptr_t)gen) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* threads.c: no program signal reaches it, and a fork waits for its start-up. */
+  g.writer_running = cp_thread_start(writer_main, (void *)(uintptr_t)gen, "cudapool-trace", &g.writer) == 0;
   pthread_mutex_unlock(&g.lock);
   return 0;
 }
