@@ -4,7 +4,13 @@
  * thread's front cache, the shim's path), then the threads cases,
  * "threads_W n=T: X Mpairs/s (Y x one thread)": T threads each repeating a
  * keyed pair of its own, through the front caches (W = front) or the pool
- * lock alone (W = pool). Run by `make bench`. */
+ * lock alone (W = pool); W = barrier: each pair unkeyed (a program that
+ * created streams) of a block that fills its segment, so it is reusable
+ * only after a barrier (one a pair for one thread), and each
+ * barrier spends BARRIER_NS on the host as the driver's calls would (about
+ * what one costs on the H200 with a few streams); a barrier covers every
+ * thread's frees before it, so the line also says how many a pair took.
+ * Run by `make bench`. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,19 +143,36 @@ static void fill_free_blocks(int n) {
 }
 
 #define THREAD_PAIRS 400000
+#define BARRIER_PAIRS 20000
+#define BARRIER_NS 1000.0
+
+typedef enum { VIA_POOL, VIA_FRONT, VIA_BARRIER } via_t;
 
 typedef struct thread_arg {
-  bool front;
+  via_t via;
   uint64_t key;
   pthread_barrier_t *start;
 } thread_arg_t;
 
+static int (*sim_barrier)(void *ctx, int device);
+
+static int slow_barrier(void *ctx, int device) {
+  double until = now_ns() + BARRIER_NS;
+  while (now_ns() < until) {
+  }
+  return sim_barrier(ctx, device);
+}
+
+static int pairs_of(via_t via) { return via == VIA_BARRIER ? BARRIER_PAIRS : THREAD_PAIRS; }
+
 static void *thread_pairs(void *p) {
   thread_arg_t *a = p;
   pthread_barrier_wait(a->start);
-  for (int i = 0; i < THREAD_PAIRS; i++) {
+  for (int i = 0; i < pairs_of(a->via); i++) {
     uintptr_t x;
-    if (a->front) {
+    if (a->via == VIA_BARRIER) {
+      cp_free(pool, must_alloc(20 * MiB, 0), 0, 0); /* a block that fills its segment */
+    } else if (a->via == VIA_FRONT) {
       if (cp_front_alloc(pool, 4096, 0, a->key, &x) != 0) abort();
       cp_front_free(pool, x, a->key, 0);
     } else {
@@ -160,7 +183,7 @@ static void *thread_pairs(void *p) {
 }
 
 /* Pairs per second over all threads, the best of three runs. */
-static double threads_rate(bool front, int n) {
+static double threads_rate(via_t via, int n) {
   double best = 0;
   for (int run = 0; run < 3; run++) {
     pthread_t t[16];
@@ -168,27 +191,34 @@ static double threads_rate(bool front, int n) {
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
-      args[i] = (thread_arg_t){front, (uint64_t)i + 1, &start};
+      args[i] = (thread_arg_t){via, (uint64_t)i + 1, &start};
       pthread_create(&t[i], NULL, thread_pairs, &args[i]);
     }
     pthread_barrier_wait(&start);
     double t0 = now_ns();
     for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
-    double rate = (double)n * THREAD_PAIRS / ((now_ns() - t0) / 1e9);
+    double rate = (double)n * pairs_of(via) / ((now_ns() - t0) / 1e9);
     pthread_barrier_destroy(&start);
     if (rate > best) best = rate;
   }
   return best;
 }
 
-static void report_threads(bool front) {
-  const char *name = front ? "threads_front" : "threads_pool";
+static void report_threads(via_t via) {
+  static const char *const names[] = {"threads_pool", "threads_front", "threads_barrier"};
   if (only && strncmp(only, "threads", 7) != 0) return;
   double one = 0;
   for (int n = 1; n <= 4; n *= 2) {
-    double rate = threads_rate(front, n);
+    cudapool_stats_t before = {.size = sizeof before, .version = CUDAPOOL_STATS_VERSION}, after = before;
+    cp_get_stats(pool, &before);
+    double rate = threads_rate(via, n);
+    cp_get_stats(pool, &after);
     if (n == 1) one = rate;
-    printf("%s n=%d: %.2f Mpairs/s (%.2f x one thread)\n", name, n, rate / 1e6, rate / one);
+    printf("%s n=%d: %.2f Mpairs/s (%.2f x one thread)", names[via], n, rate / 1e6, rate / one);
+    if (via == VIA_BARRIER)
+      printf(", %.2f barriers a pair", (double)(after.num_barriers - before.num_barriers) /
+                                           (double)(after.num_alloc - before.num_alloc));
+    printf("\n");
     fflush(stdout);
   }
 }
@@ -217,8 +247,18 @@ int main(int argc, char **argv) {
   close_pool();
 
   open_pool();
-  report_threads(false);
-  report_threads(true);
+  report_threads(VIA_POOL);
+  report_threads(VIA_FRONT);
+  close_pool();
+
+  cp_sim_init(&sim, (size_t)1 << 44);
+  be = cp_sim_backend(&sim);
+  sim_barrier = be.barrier;
+  be.barrier = slow_barrier;
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  if (cp_pool_create(&pool, 0, &cfg, &be) != 0) abort();
+  report_threads(VIA_BARRIER);
   close_pool();
   return 0;
 }
