@@ -216,8 +216,8 @@ static void report_threads(via_t via) {
     if (n == 1) one = rate;
     printf("%s n=%d: %.2f Mpairs/s (%.2f x one thread)", names[via], n, rate / 1e6, rate / one);
     if (via == VIA_BARRIER)
-      printf(", %.2f barriers a pair", (double)(after.num_barriers - before.num_barriers) /
-                                           (double)(after.num_alloc - before.num_alloc));
+      printf(", %.2f barriers a pair, %lld segments at most", (double)(after.num_barriers - before.num_barriers) /
+                                           (double)(after.num_alloc - before.num_alloc), (long long)after.segments.peak);
     printf("\n");
     fflush(stdout);
   }

@@ -71,6 +71,7 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   cp_pool_t *pool = calloc(1, sizeof *pool);
   if (!pool) return ENOMEM;
   pthread_mutex_init(&pool->lock, NULL);
+  pthread_cond_init(&pool->barrier_done, NULL);
   pool->device = device;
   pool->cfg = *cfg;
   pool->be = *backend;
@@ -101,6 +102,7 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
 #define uthash_nonfatal_oom(e) (hash_oom = 1)
   HASH_ADD_PTR(pool->active, addr, &pool->anchor);
   if (hash_oom) {
+    pthread_cond_destroy(&pool->barrier_done);
     pthread_mutex_destroy(&pool->lock);
     free(pool);
     return ENOMEM;
@@ -139,6 +141,7 @@ static void teardown(cp_pool_t *pool, bool give_back) {
   free_keyed(&pool->small);
   free_keyed(&pool->large);
   free(pool->fences);
+  pthread_cond_destroy(&pool->barrier_done);
   pthread_mutex_destroy(&pool->lock);
   free(pool);
 }
@@ -313,9 +316,16 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
     worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
   }
   if (worth_a_barrier) {
-    if (!cp_try_barrier(pool) && !b) cp_poll_fences(pool);
-    /* The barrier ran without the lock: what fits now is looked up again. */
-    b = pick_cached(pool, sp, rsize, stream, key, immediate);
+    cp_barrier_t got;
+    do {
+      got = cp_try_barrier(pool);
+      if (got == CP_BARRIER_NONE && !b) cp_poll_fences(pool);
+      /* The barrier ran without the lock: what fits now is looked up again. */
+      b = pick_cached(pool, sp, rsize, stream, key, immediate);
+      /* Another thread's barrier made this thread's frees ready, but a third
+       * thread may have taken them before this one had the lock back: ask
+       * again rather than grow (a barrier of its own ends it). */
+    } while (!b && got == CP_BARRIER_SHARED && cp_pending_not_usable(sp, stream, key) > 0);
   }
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);
   return b;

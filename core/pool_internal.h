@@ -71,6 +71,12 @@ struct cp_pool {
   uint64_t free_seq;                 /* last sequence number handed out */
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
   uint64_t completed_seq;            /* the device work of every free up to it has completed */
+  /* Barriers in flight (reuse.c, cp_try_barrier): one at a time is issued
+   * without the lock; threads that need one meanwhile wait for it. */
+  pthread_cond_t barrier_done; /* broadcast when the barrier in flight returns */
+  bool barrier_in_flight;
+  uint64_t barrier_covered; /* newest mark a successful barrier covered */
+  unsigned barrier_waiters; /* threads waiting for the barrier in flight */
   size_t page;                       /* expandable segments' page size; 0 = none are made */
   cp_fence_rec_t *fences;            /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
@@ -125,7 +131,12 @@ void cp_pending_remove(cp_pool_t *pool, cp_block_t *block);
  * its place in the free order and in its keyed tree. */
 void cp_pending_split(cp_pool_t *pool, cp_block_t *block, cp_block_t *rest);
 void cp_complete_upto(cp_pool_t *pool, uint64_t seq);
-bool cp_try_barrier(cp_pool_t *pool);
+/* What cp_try_barrier did: nothing (no barrier, or it failed), waited for
+ * another thread's that covered every free before the call (the blocks it
+ * made ready may have been taken since), or issued its own (what it made
+ * ready is still there: the lock came back before anyone could take it). */
+typedef enum { CP_BARRIER_NONE = 0, CP_BARRIER_SHARED, CP_BARRIER_OWN } cp_barrier_t;
+cp_barrier_t cp_try_barrier(cp_pool_t *pool);
 bool cp_poll_fences(cp_pool_t *pool);
 bool cp_wait_fences(cp_pool_t *pool);
 void cp_drop_fences(cp_pool_t *pool, bool release);

@@ -218,25 +218,48 @@ void cp_drop_fences(cp_pool_t *pool, bool release) {
 /* The backend's barrier runs without the pool lock (other threads go on
  * meanwhile; with an observer it keeps it, see below); it covers every
  * block freed before it began, up to `mark`. Blocks freed while it ran wait
- * for the next one. */
-bool cp_try_barrier(cp_pool_t *pool) {
-  if (!pool->be.barrier) return false;
-  uint64_t mark = pool->free_seq;
+ * for the next one.
+ *
+ * One barrier at a time is in flight, and a thread that needs one meanwhile
+ * waits for it (group commit): when it covers every free up to that
+ * thread's call it serves that thread too, else one of the waiters issues
+ * the next, for all that gathered. Without this, threads whose blocks are
+ * all pending (keys off: a program that created streams) each issued their
+ * own, and one that lost the race for the blocks a barrier freed grew a new
+ * segment: two threads cycling one 20 MiB block each held 20 segments. */
+cp_barrier_t cp_try_barrier(cp_pool_t *pool) {
+  if (!pool->be.barrier) return CP_BARRIER_NONE;
   /* With an observer (a trace) the barrier keeps the lock: a free by
    * another thread while it ran would be left out of it, an interleaving
    * the trace does not record, and its replay must take the same decisions. */
   bool unlock = !pool->observer;
-  if (unlock) pthread_mutex_unlock(&pool->lock);
+  uint64_t want = pool->free_seq;
+  while (unlock && pool->barrier_in_flight) {
+    pool->barrier_waiters++;
+    pthread_cond_wait(&pool->barrier_done, &pool->lock);
+    pool->barrier_waiters--;
+    if (pool->barrier_covered >= want) return CP_BARRIER_SHARED;
+  }
+  uint64_t mark = pool->free_seq;
+  if (unlock) {
+    pool->barrier_in_flight = true;
+    pthread_mutex_unlock(&pool->lock);
+  }
   int rc = pool->be.barrier(pool->be.ctx, pool->device);
-  if (unlock) pthread_mutex_lock(&pool->lock);
-  if (rc != 0) return false;
+  if (unlock) {
+    pthread_mutex_lock(&pool->lock);
+    pool->barrier_in_flight = false;
+    pthread_cond_broadcast(&pool->barrier_done);
+  }
+  if (rc != 0) return CP_BARRIER_NONE;
   pool->stats.num_barriers++;
+  if (pool->barrier_covered < mark) pool->barrier_covered = mark;
   cp_complete_upto(pool, mark);
   /* A barrier orders, it does not complete: expandable segments keep the
    * fences, which say when pages may be unmapped. */
   if (!pool->page) cp_retire_fences_upto(pool, mark);
   if (pool->fenced_upto < mark) pool->fenced_upto = mark;
-  return true;
+  return CP_BARRIER_OWN;
 }
 
 static bool fence_push(cp_pool_t *pool, cp_fence_t fence, uint64_t covers) {

@@ -1,5 +1,7 @@
 /* core_churn.h: eight threads allocate and free on one pool at once, each
- * with its own stream and key, some freeing blocks another thread allocated.
+ * with its own stream and key (or, unkeyed, with none: every reuse waits
+ * for a barrier, many of them shared between threads, reuse.c), some
+ * freeing blocks another thread allocated.
  * A shadow map of the simulated address space (one byte per 512-byte
  * granule, claimed with atomics) proves no two live blocks ever overlap.
  * Shared by the Criterion test (tests/unit/core/threads.c) and the
@@ -30,6 +32,7 @@ typedef struct churn {
   _Atomic int failures;
   bool
       front; /* through the threads' front caches (cp_front_alloc/free), stats read and caches emptied meanwhile */
+  bool unkeyed; /* every thread's key 0, as in a program that created streams */
 } churn_t;
 
 static churn_t churn_state;
@@ -57,7 +60,7 @@ static void churn_free(uintptr_t p, uint64_t key) {
 
 static void *churn_thread(void *arg) {
   int id = (int)(intptr_t)arg;
-  uint64_t rng = 0x9e3779b9u * (uint64_t)(id + 1), key = (uint64_t)id + 1;
+  uint64_t rng = 0x9e3779b9u * (uint64_t)(id + 1), key = churn_state.unkeyed ? 0 : (uint64_t)id + 1;
   uintptr_t live[16] = {0};
   for (int i = 0; i < CHURN_OPS; i++) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -93,8 +96,9 @@ static void *churn_thread(void *arg) {
 
 /* Runs the churn on a fresh pool; returns the pool (the caller checks it
  * and calls churn_close). */
-static cp_pool_t *churn_run(bool front) {
+static cp_pool_t *churn_run(bool front, bool unkeyed) {
   churn_state.front = front;
+  churn_state.unkeyed = unkeyed;
   cp_config_t cfg;
   cp_config_default(&cfg);
   cp_sim_init(&churn_state.sim, CHURN_SPACE);

@@ -317,7 +317,7 @@ Test(front, stream_and_key_must_match) {
 /* ---- random sequences with threads ---------------------------------------------------- */
 
 Test(front, eight_threads_through_their_caches_never_share_a_granule, .timeout = 300) {
-  cp_pool_t *pool = churn_run(true);
+  cp_pool_t *pool = churn_run(true, false);
   cudapool_stats_t s;
   cp_get_stats(pool, &s);
   cr_assert(eq(i64, s.allocated_bytes.current, 0));

@@ -1,8 +1,8 @@
 /* threads_tsan.c: the churn of core_churn.h as a plain program, for
  * ThreadSanitizer (Criterion cannot start under it: Snaipe/Criterion#274),
- * on the pool alone and then through the threads' front caches (core/front.c:
- * stats read and caches emptied meanwhile).
- * Prints "core_threads_tsan: 2 passed, 0 failed" or what broke; exit 1 on
+ * on the pool alone, through the threads' front caches (core/front.c:
+ * stats read and caches emptied meanwhile), and unkeyed (barriers shared).
+ * Prints "core_threads_tsan: 3 passed, 0 failed" or what broke; exit 1 on
  * failure. A data race makes TSan itself fail the run. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +18,8 @@
   } while (0)
 #include "core_churn.h"
 
-static void churn_once(bool front) {
-  cp_pool_t *pool = churn_run(front);
+static void churn_once(bool front, bool unkeyed) {
+  cp_pool_t *pool = churn_run(front, unkeyed);
   cudapool_stats_t s;
   cp_get_stats(pool, &s);
   char why[256] = "";
@@ -32,8 +32,9 @@ static void churn_once(bool front) {
 }
 
 int main(void) {
-  churn_once(false);
-  churn_once(true);
-  printf("core_threads_tsan: 2 passed, 0 failed\n");
+  churn_once(false, false);
+  churn_once(true, false);
+  churn_once(false, true); /* every reuse after a barrier, many shared */
+  printf("core_threads_tsan: 3 passed, 0 failed\n");
   return 0;
 }
