@@ -1,7 +1,9 @@
 /* core_bench.c: the pool's own cost on the simulated device, no CUDA.
  * Prints one line per case, "CASE: N ns/pair", N the median over batches of
  * the nanoseconds per cp_alloc + cp_free pair (cache_hit_front: through the
- * thread's front cache, the shim's path), then the threads cases,
+ * thread's front cache, the shim's path; unkeyed_15_idle_caches: the
+ * shim's path without a key, which flushes every cache first, while 15
+ * other threads' caches sit idle), then the threads cases,
  * "threads_W n=T: X Mpairs/s (Y x one thread)": T threads each repeating a
  * keyed pair of its own, through the front caches (W = front) or the pool
  * lock alone (W = pool); W = barrier: each pair unkeyed (a program that
@@ -101,6 +103,29 @@ static void hit_front(int i) {
 static void hit_barrier(int i) {
   (void)i;
   cp_free(pool, must_alloc(4096, 0), 0, 0);
+}
+
+/* The shim's path without a key (a program that created streams): every
+ * allocation is a slow one, which first flushes every thread's cache. */
+static void slow_front(int i) {
+  (void)i;
+  uintptr_t p;
+  if (cp_front_alloc(pool, 4096, 0, 0, &p) != 0) abort();
+  cp_front_free(pool, p, 0, 0);
+}
+
+#define IDLE_THREADS 15
+
+static pthread_barrier_t idle_made, idle_done;
+
+/* Makes this thread's cache (one keyed pair), then stays alive, idle. */
+static void *idle_cache(void *key) {
+  uintptr_t p;
+  if (cp_front_alloc(pool, 4096, 0, (uint64_t)(uintptr_t)key, &p) != 0) abort();
+  cp_front_free(pool, p, (uint64_t)(uintptr_t)key, 0);
+  pthread_barrier_wait(&idle_made);
+  pthread_barrier_wait(&idle_done);
+  return NULL;
 }
 
 static size_t mixed_size(void) {
@@ -229,6 +254,19 @@ int main(int argc, char **argv) {
   report("cache_hit", hit_same_key);
   report("cache_hit_front", hit_front);
   report("cache_hit_barrier", hit_barrier);
+  close_pool();
+
+  open_pool();
+  pthread_t idle[IDLE_THREADS];
+  pthread_barrier_init(&idle_made, NULL, IDLE_THREADS + 1);
+  pthread_barrier_init(&idle_done, NULL, IDLE_THREADS + 1);
+  for (int i = 0; i < IDLE_THREADS; i++) pthread_create(&idle[i], NULL, idle_cache, (void *)(uintptr_t)(i + 2));
+  pthread_barrier_wait(&idle_made);
+  report("unkeyed_15_idle_caches", slow_front);
+  pthread_barrier_wait(&idle_done);
+  for (int i = 0; i < IDLE_THREADS; i++) pthread_join(idle[i], NULL);
+  pthread_barrier_destroy(&idle_made);
+  pthread_barrier_destroy(&idle_done);
   close_pool();
 
   open_pool();

@@ -61,6 +61,12 @@ typedef struct cp_front {
   } slot[TABLE_SLOTS];
   int64_t delta[G_COUNT], delta_max[G_COUNT];
   uint64_t n_alloc, n_freed; /* fast allocations (all hits by key) and frees since the last fold */
+  /* Whether a flush has anything to do (freed blocks, or figures to fold):
+   * written under the cache's lock, read without it by flush(), so that the
+   * other threads' idle caches cost a load each, not a lock. A flush that
+   * misses a store racing with it is one that ran just before that fast
+   * path; one the program ordered after it sees it (happens-before). */
+  atomic_bool dirty;
 } cp_front_t;
 
 typedef struct tls_front {
@@ -136,6 +142,11 @@ static void count_move(cp_front_t *f, const cp_block_t *b, int sign) {
 }
 
 /* Pool lock and cache lock held. */
+/* Cache lock held. */
+static void note_dirty(cp_front_t *f) {
+  atomic_store_explicit(&f->dirty, f->n_free != 0 || f->n_alloc != 0 || f->n_freed != 0, memory_order_relaxed);
+}
+
 static void fold(cp_pool_t *pool, cp_front_t *f) {
   cudapool_stats_t *s = &pool->stats;
   cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,
@@ -151,6 +162,7 @@ static void fold(cp_pool_t *pool, cp_front_t *f) {
   s->num_immediate_reuse += f->n_alloc;
   s->num_free += f->n_freed;
   f->n_alloc = f->n_freed = 0;
+  note_dirty(f);
   cp_stats_refresh_derived(pool);
 }
 
@@ -166,11 +178,15 @@ static void spill(cp_pool_t *pool, cp_front_t *f, unsigned n) {
   for (unsigned i = n; i < f->n_free; i++) f->free_[i - n] = f->free_[i];
   f->n_free -= n;
   f->n_lent -= n;
+  note_dirty(f);
   cp_stats_refresh_derived(pool); /* a keyed free may have merged ready neighbours into pending */
 }
 
 /* Returns how many freed blocks went back. */
 static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
+  /* An idle cache (every other thread's, at each slow-path allocation) has
+   * nothing to fold: only its fast paths count, and they make it dirty. */
+  if (!atomic_load_explicit(&f->dirty, memory_order_relaxed)) return 0;
   front_lock(f);
   fold(pool, f);
   unsigned n = f->n_free;
@@ -377,6 +393,7 @@ int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, 
         table_insert(f, b);
         count_move(f, b, -1);
         f->n_alloc++;
+        atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
         front_unlock(f);
         *out = b->addr;
         return 0;
@@ -428,6 +445,7 @@ static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
       f->free_[f->n_free++] = b;
       count_move(f, b, +1);
       f->n_freed++;
+      atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
       front_unlock(f);
       return 0;
     }
