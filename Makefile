@@ -44,6 +44,9 @@ CFLAGS_BASE += -Iinclude
 SAN_PRELOAD := $(strip $(foreach s,asan ubsan tsan,$(if $(findstring $(subst asan,address,$(subst ubsan,undefined,$(subst tsan,thread,$(s)))),$(SAN)),$(shell $(CC) -print-file-name=lib$(s).so))))
 export CUDAPOOL_TEST_SAN_PRELOAD := $(SAN_PRELOAD)
 export CUDAPOOL_TEST_BUILD := $(abspath $(BUILD))
+# The sanitizers of that build: a make the tests run (tests/unit/shim/install.c)
+# must never rebuild it without them.
+export CUDAPOOL_TEST_SAN := $(SAN)
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 

@@ -81,10 +81,13 @@ static int run(const char *cmd, char *out, size_t cap) {
  * what it said in out. */
 static int make(const char *target, const char *prefix, char *out, size_t cap) {
   char cmd[3 * PATH_MAX];
+  /* SAN as the build's: were a source newer than its object, the inner
+   * make would rebuild it with the sanitizers the rest was built with. */
+  const char *san = getenv("CUDAPOOL_TEST_SAN");
   fmt(cmd, sizeof cmd,
-      "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory V=1 %s BUILD='%s' "
+      "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory V=1 %s BUILD='%s' SAN='%s' "
       "DESTDIR='%s' PREFIX='%s' 2>&1",
-      target, build_dir(), destdir, prefix);
+      target, build_dir(), san ? san : "", destdir, prefix);
   return run(cmd, out, cap);
 }
 
