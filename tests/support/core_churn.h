@@ -115,6 +115,19 @@ static cp_pool_t *churn_run(bool front, bool unkeyed) {
   return churn_state.pool;
 }
 
+/* What every churn must leave: nothing allocated, as many frees as
+ * allocations, the pool's invariants whole. Returns its stats. */
+static cudapool_stats_t churn_checked_stats(cp_pool_t *pool) {
+  cudapool_stats_t s;
+  cp_get_stats(pool, &s);
+  char why[256] = "";
+  CHURN_CHECK(cp_pool_check(pool, why, sizeof why) == 0, "%s", why);
+  CHURN_CHECK(s.allocated_bytes.current == 0, "%lld bytes still allocated", (long long)s.allocated_bytes.current);
+  CHURN_CHECK(s.num_alloc == s.num_free, "%llu allocs, %llu frees", (unsigned long long)s.num_alloc,
+              (unsigned long long)s.num_free);
+  return s;
+}
+
 static void churn_close(void) {
   cp_empty_cache(churn_state.pool);
   cp_pool_destroy(churn_state.pool);

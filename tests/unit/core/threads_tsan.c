@@ -19,15 +19,7 @@
 #include "core_churn.h"
 
 static void churn_once(bool front, bool unkeyed) {
-  cp_pool_t *pool = churn_run(front, unkeyed);
-  cudapool_stats_t s;
-  cp_get_stats(pool, &s);
-  char why[256] = "";
-  CHURN_CHECK(cp_pool_check(pool, why, sizeof why) == 0, "%s", why);
-  CHURN_CHECK(s.allocated_bytes.current == 0, "%lld bytes still allocated",
-              (long long)s.allocated_bytes.current);
-  CHURN_CHECK(s.num_alloc == s.num_free, "%llu allocs, %llu frees", (unsigned long long)s.num_alloc,
-              (unsigned long long)s.num_free);
+  churn_checked_stats(churn_run(front, unkeyed));
   churn_close();
 }
 
