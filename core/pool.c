@@ -291,6 +291,11 @@ static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t
   return false;
 }
 
+static bool over_limit(cp_pool_t *pool, size_t rsize) {
+  return pool->cfg.limit != CP_NO_LIMIT &&
+         (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit;
+}
+
 /* Every way of finding cached memory, cheapest first. A barrier is issued
  * when pending blocks the request may not use yet exist and nothing usable
  * fits, or when what fits would have to be split and a few such pending
@@ -327,6 +332,9 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
        * again rather than grow (a barrier of its own ends it). */
     } while (!b && got == CP_BARRIER_SHARED && cp_pending_not_usable(sp, stream, key) > 0);
   }
+  /* A barrier runs without the lock: other threads may have allocated up
+   * to the limit meanwhile, and the check on entry no longer holds. */
+  if (b && over_limit(pool, rsize)) return NULL;
   if (b && !*immediate) cp_bins_remove(&sp->ready, b);
   return b;
 }
@@ -351,11 +359,6 @@ static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
   pool->stats.num_ooms++;
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC_FAILED, 0, size, stream);
   return rc;
-}
-
-static bool over_limit(cp_pool_t *pool, size_t rsize) {
-  return pool->cfg.limit != CP_NO_LIMIT &&
-         (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit;
 }
 
 int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, cp_block_t **out) {

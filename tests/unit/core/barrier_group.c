@@ -1,7 +1,8 @@
 /* barrier_group.c: a thread that needs a barrier while another thread's is
  * in flight waits for it instead of issuing its own (reuse.c, group commit),
  * and is served by it when it covers the thread's frees; threads cycling
- * unkeyed blocks then hold as many segments as blocks. */
+ * unkeyed blocks then hold as many segments as blocks; what other threads
+ * allocate while a barrier runs counts against the limit. */
 #include "pool_internal.h" /* barrier_waiters; first: it sets uthash's hash function */
 
 #include <pthread.h>
@@ -103,5 +104,53 @@ Test(barrier_group, threads_cycling_unkeyed_blocks_hold_a_segment_each) {
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.num_alloc, CYCLERS * CYCLES));
   cr_assert(le(i64, s.segments.peak, CYCLERS), "%lld segments for %d blocks", (long long)s.segments.peak, CYCLERS);
+  fx_close();
+}
+
+static atomic_bool main_allocated;
+
+/* The first barrier stays in flight until the main thread has allocated. */
+static int barrier_until_main_allocated(void *ctx, int device) {
+  if (atomic_fetch_add(&barrier_calls, 1) == 0)
+    while (!atomic_load(&main_allocated)) sched_yield();
+  return sim_barrier(ctx, device);
+}
+
+static void *alloc_mib_expect_enomem(void *unused) {
+  (void)unused;
+  uintptr_t p = 0;
+  cr_assert(eq(int, cp_alloc(F.pool, 1 * MiB, CP_STREAM_DEVICE, 0, &p), ENOMEM));
+  return NULL;
+}
+
+/* One 2 MiB small segment: x (1 MiB, pending), w (512 KiB, live), z
+ * (512 KiB, ready); limit 1.5 MiB. A thread asks for 1 MiB (0.5 + 1 <= 1.5)
+ * and waits for a barrier to free x; meanwhile the main thread takes z
+ * (0.5 + 0.5 <= 1.5). Once the barrier is done, x would make 2 MiB
+ * allocated: refused. */
+Test(barrier_group, what_others_allocate_during_a_barrier_counts_against_the_limit) {
+  open_with_barrier(barrier_until_main_allocated);
+  uintptr_t x = fx_alloc(1 * MiB), w = fx_alloc(512 * KiB), z = fx_alloc(512 * KiB);
+  cr_assert(eq(u64, w, x + 1 * MiB));
+  cr_assert(eq(u64, z, w + 512 * KiB));
+  cp_set_limit(F.pool, 3 * MiB / 2); /* first: with a pending block it would issue a barrier */
+  fx_free_idle(z);
+  fx_free(x, 0);
+  cp_reset_peak(F.pool);
+
+  pthread_t t;
+  cr_assert(eq(int, pthread_create(&t, NULL, alloc_mib_expect_enomem, NULL), 0));
+  while (atomic_load(&barrier_calls) == 0) sched_yield(); /* its barrier is in flight */
+  uintptr_t again = 0;
+  cr_assert(eq(int, cp_alloc(F.pool, 512 * KiB, CP_STREAM_DEVICE, 0, &again), 0));
+  cr_assert(eq(u64, again, z));
+  atomic_store(&main_allocated, true);
+  pthread_join(t, NULL);
+
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.allocated_bytes.current, (int64_t)(1 * MiB)));
+  cr_assert(le(i64, s.allocated_bytes.peak, (int64_t)(3 * MiB / 2)));
+  fx_free(again, 0);
+  fx_free(w, 0);
   fx_close();
 }
