@@ -5,7 +5,7 @@ CORE_LIB  := $(BUILD)/libcpcore.a
 
 $(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) -c $< -o $@
 
 $(CORE_LIB): $(CORE_OBJS)
 	@mkdir -p $(dir $@)

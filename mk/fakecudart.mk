@@ -96,3 +96,11 @@ ALL_TARGETS += $(SHIM_IT_MT_BIN)
 TEST_BINS += $(SHIM_IT_MT_BIN)
 TSAN_TEST_BINS += $(SHIM_IT_MT_BIN)
 endif
+
+# The shim's cached pair through the fake runtime, for make bench.
+SHIM_PAIR_BENCH := $(BUILD)/bench/shim_pair
+$(SHIM_PAIR_BENCH): bench/shim_pair.c $(FAKECUDART_LINK)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) $< -o $@ $(PROGS_LINK) $(LDFLAGS_BASE)
+ALL_TARGETS += $(SHIM_PAIR_BENCH)
+BENCH_CMDS += CUDAPOOL_LIVE=0 LD_PRELOAD=$(abspath $(SHIM_LIB)) $(SHIM_PAIR_BENCH)

@@ -13,13 +13,14 @@ SHIM_REAL_NAME   := libcudapool.so.$(VERSION)
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) $(CUDA_INC) -Icore -Ishim -c $< -o $@
 
 # Unversioned exports (anonymous version node): they interpose libcudart's
 # versioned references such as cudaMalloc@libcudart.so.13.
 $(BUILD)/$(SHIM_REAL_NAME): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
-	$(call say,LD,$@)$(CC) -shared $(LDFLAGS_BASE) -Wl,--version-script=shim/exports.map -Wl,-z,defs \
+	$(call say,LD,$@)$(CC) -shared $(filter-out -fno-lto,$(LDFLAGS_BASE)) $(LTO_LDFLAGS) \
+	  -Wl,--version-script=shim/exports.map -Wl,-z,defs \
 	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl -lz
 
 # Relative links, so that the build folder can move. make sees a link's

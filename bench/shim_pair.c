@@ -1,0 +1,55 @@
+/* shim_pair.c: the cached cudaMalloc + cudaFree pair through the whole
+ * shim (interposition, serving rules, the thread's front cache), run by
+ * `make bench` under LD_PRELOAD=libcudapool.so on the fake runtime, whose
+ * own calls a cached pair never reaches. Prints "shim_pair_SIZE: N ns/pair",
+ * N the median over batches, for a few sizes; alloc_bench.cu measures the
+ * same on a GPU. Without the shim loaded it says so and fails. */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define BATCHES 41
+#define PAIRS 20000
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void pair_of(size_t size, const char *name) {
+  double per_pair[BATCHES];
+  void *p;
+  for (int i = 0; i < PAIRS; i++) { /* warm up: the segment, the cache */
+    if (cudaMalloc(&p, size) != cudaSuccess) exit(1);
+    cudaFree(p);
+  }
+  for (int b = 0; b < BATCHES; b++) {
+    double t0 = now_ns();
+    for (int i = 0; i < PAIRS; i++) {
+      cudaMalloc(&p, size);
+      cudaFree(p);
+    }
+    per_pair[b] = (now_ns() - t0) / PAIRS;
+  }
+  qsort(per_pair, BATCHES, sizeof per_pair[0], cmp_double);
+  printf("shim_pair_%s: %.1f ns/pair\n", name, per_pair[BATCHES / 2]);
+}
+
+int main(void) {
+  if (!dlsym(RTLD_DEFAULT, "cudapool_stats")) {
+    fprintf(stderr, "shim_pair: libcudapool.so is not preloaded\n");
+    return 1;
+  }
+  pair_of(512, "512B");
+  pair_of((size_t)1 << 20, "1MiB");
+  pair_of((size_t)64 << 20, "64MiB");
+  return 0;
+}
