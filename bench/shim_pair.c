@@ -3,12 +3,16 @@
  * `make bench` under LD_PRELOAD=libcudapool.so on the fake runtime, whose
  * own calls a cached pair never reaches. Prints "shim_pair_SIZE: N ns/pair",
  * N the median over batches, for a few sizes; alloc_bench.cu measures the
- * same on a GPU. Without the shim loaded it says so and fails. */
+ * same on a GPU. Started without the shim, it runs itself again with the
+ * build's libcudapool.so (../libcudapool.so from this binary) preloaded. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BATCHES 41
 #define PAIRS 20000
@@ -43,9 +47,25 @@ static void pair_of(size_t size, const char *name) {
   printf("shim_pair_%s: %.1f ns/pair\n", name, per_pair[BATCHES / 2]);
 }
 
-int main(void) {
+/* Runs this program again with ../libcudapool.so preloaded; returns only on failure. */
+static void again_preloaded(char **argv) {
+  char self[PATH_MAX], lib[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0 || getenv("SHIM_PAIR_AGAIN")) return;
+  self[n] = '\0';
+  *strrchr(self, '/') = '\0';
+  snprintf(lib, sizeof lib, "%s/../libcudapool.so", self);
+  setenv("LD_PRELOAD", lib, 1);
+  setenv("CUDAPOOL_LIVE", "0", 0);
+  setenv("SHIM_PAIR_AGAIN", "1", 1);
+  execv("/proc/self/exe", argv);
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
   if (!dlsym(RTLD_DEFAULT, "cudapool_stats")) {
-    fprintf(stderr, "shim_pair: libcudapool.so is not preloaded\n");
+    again_preloaded(argv);
+    fprintf(stderr, "shim_pair: could not run with libcudapool.so preloaded\n");
     return 1;
   }
   pair_of(512, "512B");
