@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "pool.h"
 #include "sim_backend.h"
 
@@ -35,17 +35,6 @@ static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
   return rng;
-}
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static void open_pool(void) {
@@ -80,8 +69,7 @@ static void report(const char *name, pair_fn pair) {
     for (int i = 0; i < PAIRS; i++) pair(i);
     per_pair[b] = (now_ns() - t0) / PAIRS;
   }
-  qsort(per_pair, BATCHES, sizeof per_pair[0], cmp_double);
-  printf("%s: %.1f ns/pair\n", name, per_pair[BATCHES / 2]);
+  printf("%s: %.1f ns/pair\n", name, bench_median(per_pair, BATCHES));
   fflush(stdout);
 }
 

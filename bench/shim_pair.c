@@ -11,22 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "bench_util.h"
 
 #define BATCHES 41
 #define PAIRS 20000
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static void pair_of(size_t size, const char *name) {
   double per_pair[BATCHES];
@@ -43,8 +33,7 @@ static void pair_of(size_t size, const char *name) {
     }
     per_pair[b] = (now_ns() - t0) / PAIRS;
   }
-  qsort(per_pair, BATCHES, sizeof per_pair[0], cmp_double);
-  printf("shim_pair_%s: %.1f ns/pair\n", name, per_pair[BATCHES / 2]);
+  printf("shim_pair_%s: %.1f ns/pair\n", name, bench_median(per_pair, BATCHES));
 }
 
 /* Runs this program again with ../libcudapool.so preloaded; returns only on failure. */

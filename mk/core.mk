@@ -28,7 +28,7 @@ $(CORE_TSAN_BIN): tests/unit/core/threads_tsan.c tests/support/core_churn.h $(CO
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $(TEST_INC) $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
 
 CORE_BENCH_BIN := $(BUILD)/bench/core_bench
-$(CORE_BENCH_BIN): bench/core_bench.c $(CORE_LIB)
+$(CORE_BENCH_BIN): bench/core_bench.c bench/bench_util.h $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
 

@@ -99,7 +99,7 @@ endif
 
 # The shim's cached pair through the fake runtime, for make bench.
 SHIM_PAIR_BENCH := $(BUILD)/bench/shim_pair
-$(SHIM_PAIR_BENCH): bench/shim_pair.c $(FAKECUDART_LINK) $(SHIM_LIB)
+$(SHIM_PAIR_BENCH): bench/shim_pair.c bench/bench_util.h $(FAKECUDART_LINK) $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) $< -o $@ $(PROGS_LINK) $(LDFLAGS_BASE)
 ALL_TARGETS += $(SHIM_PAIR_BENCH)

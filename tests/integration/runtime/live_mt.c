@@ -9,18 +9,30 @@
  *     it stale (status 1) and `--top` removes it;
  *   - no file natively, nor with CUDAPOOL_LIVE=0: the reader says so (1);
  *   - usage errors exit 2.
- * Program: tests/programs/runtime/live.c (runs the reader on itself). */
+ * Program: tests/programs/runtime/live.c (runs the reader on itself).
+ *
+ * One test of this suite at a time (a lock file held from its init to its
+ * fini): every run of the program runs `--top`, which removes the stale
+ * file another test's killed process left for its reader. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "it_check.h"
 
 static char dir[64], reader[512];
+static int serial_fd = -1;
 
 static void mk(void) {
+  char lock[512];
+  snprintf(lock, sizeof lock, "%s/tests/live-suite.lock", it_build());
+  serial_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  cr_assert(ge(int, serial_fd, 0), "%s", lock);
+  cr_assert(eq(int, flock(serial_fd, LOCK_EX), 0));
   snprintf(dir, sizeof dir, "/tmp/cp-live-it-XXXXXX");
   cr_assert(ne(ptr, mkdtemp(dir), NULL));
   snprintf(reader, sizeof reader, "%s/cudapool-stats", it_build());
@@ -30,6 +42,7 @@ static void rm(void) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  close(serial_fd); /* the next test of the suite may run */
 }
 
 TestSuite(live, .init = mk, .fini = rm);
