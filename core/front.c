@@ -141,12 +141,12 @@ static void count_move(cp_front_t *f, const cp_block_t *b, int sign) {
   delta_add(f, G_CACHED, sign * size);
 }
 
-/* Pool lock and cache lock held. */
 /* Cache lock held. */
 static void note_dirty(cp_front_t *f) {
   atomic_store_explicit(&f->dirty, f->n_free != 0 || f->n_alloc != 0 || f->n_freed != 0, memory_order_relaxed);
 }
 
+/* Pool lock and cache lock held. */
 static void fold(cp_pool_t *pool, cp_front_t *f) {
   cudapool_stats_t *s = &pool->stats;
   cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,

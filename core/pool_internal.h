@@ -76,7 +76,7 @@ struct cp_pool {
   pthread_cond_t barrier_done; /* broadcast when the barrier in flight returns */
   bool barrier_in_flight;
   uint64_t barrier_covered; /* newest mark a successful barrier covered */
-  unsigned barrier_waiters; /* threads waiting for the barrier in flight */
+  unsigned barrier_waiters; /* threads waiting for the barrier in flight (tests read it) */
   size_t page;                       /* expandable segments' page size; 0 = none are made */
   cp_fence_rec_t *fences;            /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
