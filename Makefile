@@ -36,10 +36,15 @@ CFLAGS_BASE  += $(EXTRA_CFLAGS)
 # and inlining across them took the pair from 33 to 27 ns through the fake
 # runtime (docs/BENCHMARKS.md). Fat objects: everything else links the same
 # objects' ordinary code (-fno-lto, which the library's link leaves out:
-# anywhere on a command line it wins), as before. Not under sanitizers.
-ifeq ($(SAN),)
+# anywhere on a command line it wins), as before. Not under sanitizers, nor
+# where the compiler cannot link with it (the H200 machine's gcc has no
+# lto-wrapper, and small test links still pass there): the probe asks for it.
+LTO_WORKS := $(shell test -x "$$($(CC) -print-prog-name=lto-wrapper 2>/dev/null)" && echo 1)
+ifeq ($(SAN)$(LTO_WORKS),1)
 LTO_CFLAGS  := -flto=auto -ffat-lto-objects
 LTO_LDFLAGS := -flto=auto $(OPT)
+else
+LTO_LDFLAGS := -fno-lto
 endif
 LDFLAGS_BASE += -fno-lto
 ifneq ($(SAN),)

@@ -1,9 +1,10 @@
 /* core_bench.c: the pool's own cost on the simulated device, no CUDA.
  * Prints one line per case, "CASE: N ns/pair", N the median over batches of
  * the nanoseconds per cp_alloc + cp_free pair (cache_hit_front: through the
- * thread's front cache, the shim's path; unkeyed_15_idle_caches: the
- * shim's path without a key, which flushes every cache first, while 15
- * other threads' caches sit idle), then the threads cases,
+ * thread's front cache, the shim's path; unkeyed_front: the shim's path
+ * without a key; unkeyed_15_idle_caches: the same, which flushes every
+ * cache first, while 15 other threads' caches sit idle), then the threads
+ * cases,
  * "threads_W n=T: X Mpairs/s (Y x one thread)": T threads each repeating a
  * keyed pair of its own, through the front caches (W = front) or the pool
  * lock alone (W = pool); W = barrier: each pair unkeyed (a program that
@@ -94,7 +95,9 @@ static void hit_barrier(int i) {
 }
 
 /* The shim's path without a key (a program that created streams): every
- * allocation is a slow one, which first flushes every thread's cache. */
+ * allocation is a slow one, which first flushes every thread's cache; the
+ * free of a block lent to the thread is handed over without the pool lock.
+ * Alone (unkeyed_front) and beside 15 idle caches. */
 static void slow_front(int i) {
   (void)i;
   uintptr_t p;
@@ -229,8 +232,10 @@ static void report_threads(via_t via) {
     if (n == 1) one = rate;
     printf("%s n=%d: %.2f Mpairs/s (%.2f x one thread)", names[via], n, rate / 1e6, rate / one);
     if (via == VIA_BARRIER)
-      printf(", %.2f barriers a pair, %lld segments at most", (double)(after.num_barriers - before.num_barriers) /
-                                           (double)(after.num_alloc - before.num_alloc), (long long)after.segments.peak);
+      printf(", %.2f barriers a pair, %lld segments at most",
+             (double)(after.num_barriers - before.num_barriers) /
+                 (double)(after.num_alloc - before.num_alloc),
+             (long long)after.segments.peak);
     printf("\n");
     fflush(stdout);
   }
@@ -242,13 +247,15 @@ int main(int argc, char **argv) {
   report("cache_hit", hit_same_key);
   report("cache_hit_front", hit_front);
   report("cache_hit_barrier", hit_barrier);
+  report("unkeyed_front", slow_front);
   close_pool();
 
   open_pool();
   pthread_t idle[IDLE_THREADS];
   pthread_barrier_init(&idle_made, NULL, IDLE_THREADS + 1);
   pthread_barrier_init(&idle_done, NULL, IDLE_THREADS + 1);
-  for (int i = 0; i < IDLE_THREADS; i++) pthread_create(&idle[i], NULL, idle_cache, (void *)(uintptr_t)(i + 2));
+  for (int i = 0; i < IDLE_THREADS; i++)
+    pthread_create(&idle[i], NULL, idle_cache, (void *)(uintptr_t)(i + 2));
   pthread_barrier_wait(&idle_made);
   report("unkeyed_15_idle_caches", slow_front);
   pthread_barrier_wait(&idle_done);

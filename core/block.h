@@ -58,6 +58,9 @@ typedef struct cp_block {
    * lock; tc_free, under that cache's own lock: freed into it. */
   struct cp_front *lent;
   bool tc_free;
+  /* ACTIVE, freed without a key by the thread it was lent to: the next in
+   * the pool's stack of such frees, which the pool takes under its lock. */
+  struct cp_block *deferred_next;
   RB_ENTRY(cp_block) size_link; /* in bins (READY) or a keyed tree (PENDING) */
   UT_hash_handle hh;            /* pointer map (ACTIVE) */
 } cp_block_t;

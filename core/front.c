@@ -13,8 +13,15 @@
  * would hand out whole for that request. That is the pool's rule for keyed
  * pending blocks (pool.h: the caller's own submission order protects that
  * reuse), so the cache never hands out what the pool would not. Blocks freed
- * without a key, with flags, or used on other streams (cp_record_stream)
- * never enter it. Everything else goes to the pool.
+ * with flags or used on other streams (cp_record_stream) never enter it.
+ *
+ * Frees without a key (a program that created streams) of a block lent to
+ * the thread are validated by its address table and pushed onto the pool's
+ * `deferred` stack without the pool lock; the next flush (every pool
+ * allocation starts with one) makes them pending with no key, as the
+ * pool's own free would have, only later in the free order, so a barrier
+ * covers them only if it began after that: never earlier than their free.
+ * A thread cycling blocks then takes the pool lock once a pair, not twice.
  *
  * Flushes (freed blocks go back to the pool as keyed pending blocks, which
  * keeps the key's right to them): every cache at any thread's next pool
@@ -33,7 +40,9 @@
  * Locking: pool lock, then a cache's lock (a spin flag: held for pointer
  * work only). `fronts_lock` (a thread leaving, a pool destroyed) comes
  * before both. block->lent is written under the pool lock; tc_free,
- * requested and the cache's fields under the cache lock. */
+ * requested and the cache's fields under the cache lock; a deferred block's
+ * fields, by its thread before the push and under the pool lock after it
+ * (the push releases, the pool's exchange acquires). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -143,7 +152,8 @@ static void count_move(cp_front_t *f, const cp_block_t *b, int sign) {
 
 /* Cache lock held. */
 static void note_dirty(cp_front_t *f) {
-  atomic_store_explicit(&f->dirty, f->n_free != 0 || f->n_alloc != 0 || f->n_freed != 0, memory_order_relaxed);
+  atomic_store_explicit(&f->dirty, f->n_free != 0 || f->n_alloc != 0 || f->n_freed != 0,
+                        memory_order_relaxed);
 }
 
 /* Pool lock and cache lock held. */
@@ -195,15 +205,54 @@ static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
   return n;
 }
 
+/* ---- frees without a key ---------------------------------------------------------- */
+
+/* Cache lock held, b found at table slot i: the program freed b without a
+ * key; it leaves the cache for the pool's deferred stack. */
+static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, unsigned i) {
+  table_remove_at(f, i);
+  f->n_lent--;
+  b->tc_free = true; /* a second free finds it freed (cp_front_take_back) */
+  /* Counted by the pool when it takes it, before any decision or read:
+   * the cache stays clean, so other threads' flushes pass it by. */
+  cp_block_t *head = atomic_load_explicit(&pool->deferred, memory_order_relaxed);
+  do b->deferred_next = head;
+  while (!atomic_compare_exchange_weak_explicit(&pool->deferred, &head, b, memory_order_release,
+                                                memory_order_relaxed));
+}
+
+/* Pool lock held: every deferred free becomes pending, in free order. */
+static void drain_deferred(cp_pool_t *pool) {
+  if (!atomic_load_explicit(&pool->deferred, memory_order_relaxed)) return;
+  cp_block_t *newest = atomic_exchange_explicit(&pool->deferred, NULL, memory_order_acquire), *oldest = NULL;
+  while (newest) {
+    cp_block_t *b = newest;
+    newest = b->deferred_next;
+    b->deferred_next = oldest;
+    oldest = b;
+  }
+  while (oldest) {
+    cp_block_t *b = oldest;
+    oldest = b->deferred_next;
+    b->deferred_next = NULL;
+    b->lent = NULL;
+    b->tc_free = false;
+    cp_release_active(pool, b, 0, 0, false);
+  }
+  cp_stats_refresh_derived(pool);
+}
+
 /* ---- with the pool lock held (pool_internal.h) ------------------------------------ */
 
 bool cp_fronts_flush_all(cp_pool_t *pool) {
-  bool any = false;
+  bool any = atomic_load_explicit(&pool->deferred, memory_order_relaxed) != NULL;
+  drain_deferred(pool);
   for (cp_front_t *f = pool->fronts; f; f = f->next) any |= flush(pool, f) > 0;
   return any;
 }
 
 void cp_fronts_fold_all(cp_pool_t *pool) {
+  drain_deferred(pool);
   for (cp_front_t *f = pool->fronts; f; f = f->next) {
     front_lock(f);
     fold(pool, f);
@@ -266,6 +315,7 @@ void cp_fronts_orphan(cp_pool_t *pool) {
 
 /* Pool lock held: the cache leaves the pool; live blocks become the pool's alone. */
 static void detach(cp_pool_t *pool, cp_front_t *f) {
+  drain_deferred(pool); /* its deferred blocks name the cache */
   front_lock(f);
   fold(pool, f);
   spill(pool, f, f->n_free);
@@ -361,7 +411,7 @@ static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
 static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stream, uint64_t key,
                       uintptr_t *out) {
   pthread_mutex_lock(&pool->lock);
-  bool lend = key && atomic_load_explicit(&pool->front_on, memory_order_relaxed);
+  bool lend = atomic_load_explicit(&pool->front_on, memory_order_relaxed);
   if (!f && lend) f = front_create(pool);
   /* What every cache holds freed goes back first: the pool's best fit sees
    * it all, so its choices, and the memory it reserves, are those of a pool
@@ -429,13 +479,19 @@ static int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr, const uint6
 static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
                       unsigned flags) {
   cp_front_t *f = front_find(pool);
-  if (!f || !key || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed))
+  if (!f || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed))
     return free_slow(pool, f, addr, restream, key, flags);
   for (;;) {
     front_lock(f);
     int i = table_find(f, addr);
     cp_block_t *b = i >= 0 ? f->slot[i].block : NULL;
-    if (!b || key != f->key || b->stream != f->stream || (restream && *restream != b->stream)) {
+    bool same_stream = b && (!restream || *restream == b->stream);
+    if (same_stream && !key) {
+      defer(pool, f, b, (unsigned)i);
+      front_unlock(f);
+      return 0;
+    }
+    if (!same_stream || !key || key != f->key || b->stream != f->stream) {
       front_unlock(f);
       return free_slow(pool, f, addr, restream, key, flags);
     }
@@ -466,6 +522,7 @@ void cp_front_flush(cp_pool_t *pool) {
   cp_front_t *f = front_find(pool);
   if (!f) return;
   pthread_mutex_lock(&pool->lock);
+  drain_deferred(pool);
   flush(pool, f);
   cp_settle_and_unlock(pool);
 }

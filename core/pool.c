@@ -32,6 +32,7 @@ void cp_config_default(cp_config_t *cfg) {
       .max_split = SIZE_MAX,
       .oversize_waste = 20 * MiB,
       .split_barrier_pending = 4,
+      .split_barrier_share = 2,
       .limit = CP_NO_LIMIT,
       .max_cached = CP_NO_LIMIT,
       .reuse = CP_REUSE_DEFERRED,
@@ -70,7 +71,14 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   if (!out || !cfg || !backend || !backend->alloc || !backend->free || !config_valid(cfg)) return EINVAL;
   cp_pool_t *pool = calloc(1, sizeof *pool);
   if (!pool) return ENOMEM;
-  pthread_mutex_init(&pool->lock, NULL);
+  /* Threads that find the lock taken spin a little before sleeping: its
+   * holders keep it for pointer work, and a futex sleep and wake per
+   * handoff cost more than that work (glibc's adaptive mutex). */
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+  pthread_mutex_init(&pool->lock, &attr);
+  pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&pool->barrier_done, NULL);
   pool->device = device;
   pool->cfg = *cfg;
@@ -305,10 +313,15 @@ static bool over_limit(cp_pool_t *pool, size_t rsize) {
  * about 50 barriers a training step (one event record each without
  * non-blocking streams); asking at every split would double that, waiting
  * for 8 already costs memory. A barrier that must reach many streams costs
- * more, and is asked for proportionally less often. In an expandable
- * segment a fit whose pages are not all mapped is a new segment in all but
- * name: a barrier is asked for as when nothing fits. Fences are polled only
- * when nothing fits. */
+ * more, and is asked for proportionally less often. Nor is it asked for
+ * while the pending bytes are a small share of the block to be split
+ * (split_barrier_share): splitting memory already reserved costs none, and
+ * a few small blocks cannot coalesce into much; a thread cycling 512-byte
+ * blocks with a stream live paid a barrier every 8 pairs for nothing (the
+ * three PyTorch traces replay to the same bytes with and without it). In
+ * an expandable segment a fit whose pages are not all mapped is a new
+ * segment in all but name: a barrier is asked for as when nothing fits.
+ * Fences are polled only when nothing fits. */
 static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
                                bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
@@ -318,7 +331,10 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
   if (b && worth_a_barrier && !cp_pages_mapped(pool, b, rsize)) {
   } else if (b && worth_a_barrier) {
     unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
-    worth_a_barrier = should_split(&pool->cfg, b, rsize) && waiting >= pool->cfg.split_barrier_pending * cost;
+    size_t share = pool->cfg.split_barrier_share;
+    worth_a_barrier = should_split(&pool->cfg, b, rsize) &&
+                      waiting >= pool->cfg.split_barrier_pending * cost &&
+                      (!share || sp->pending_bytes * share >= b->size);
   }
   if (worth_a_barrier) {
     cp_barrier_t got;

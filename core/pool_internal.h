@@ -77,13 +77,16 @@ struct cp_pool {
   bool barrier_in_flight;
   uint64_t barrier_covered; /* newest mark a successful barrier covered */
   unsigned barrier_waiters; /* threads waiting for the barrier in flight (tests read it) */
-  size_t page;                       /* expandable segments' page size; 0 = none are made */
-  cp_fence_rec_t *fences;            /* ring of outstanding fences */
+  size_t page;              /* expandable segments' page size; 0 = none are made */
+  cp_fence_rec_t *fences;   /* ring of outstanding fences */
   size_t fence_head, fence_count, fence_cap;
   cp_block_t *spare;       /* recycled block structs (via next) */
   uint64_t uid;            /* never reused: tells a thread's cache of a destroyed pool from this one's */
   struct cp_front *fronts; /* the thread caches of this pool (front.c) */
-  atomic_bool front_on;    /* thread caches may serve (no observer, deferred reuse) */
+  /* Lent blocks their threads freed without a key (front.c): pushed without
+   * the lock, made pending at the next flush, before any decision. */
+  _Atomic(cp_block_t *) deferred;
+  atomic_bool front_on; /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
 };

@@ -24,12 +24,13 @@ static void fr_free(uintptr_t p, uint64_t key) { cr_assert(eq(int, cp_front_free
 
 static size_t held(void) { return cp_fronts_held(F.pool); }
 
-/* One sequence through cp_alloc/cp_free or through the front cache. */
-static cudapool_stats_t run_sequence(bool front) {
+/* One sequence through cp_alloc/cp_free or through the front cache, with
+ * the thread's key or without one (a program that created streams). */
+static cudapool_stats_t run_sequence(bool front, uint64_t key) {
   fx_open(GiB);
   uintptr_t p[6];
-#define A(i, size) p[i] = front ? fr_alloc(size, 1) : fx_alloc_on(size, CP_STREAM_DEVICE, 1)
-#define R(i) (front ? fr_free(p[i], 1) : fx_free(p[i], 1))
+#define A(i, size) p[i] = front ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key)
+#define R(i) (front ? fr_free(p[i], key) : fx_free(p[i], key))
   A(0, 4096);
   R(0);
   A(0, 4096); /* the same block again, by key */
@@ -51,19 +52,30 @@ static cudapool_stats_t run_sequence(bool front) {
   return s;
 }
 
-Test(front, stats_equal_the_pool_alone_after_an_exact_sequence) {
-  cudapool_stats_t plain = run_sequence(false), front = run_sequence(true);
-#define SAME_GAUGE(name, desc)                                       \
-  cr_expect(eq(i64, front.name.current, plain.name.current), #name); \
-  cr_expect(eq(i64, front.name.peak, plain.name.peak), #name " peak");
+static void expect_same_stats(const cudapool_stats_t *front, const cudapool_stats_t *plain) {
+#define SAME_GAUGE(name, desc)                                         \
+  cr_expect(eq(i64, front->name.current, plain->name.current), #name); \
+  cr_expect(eq(i64, front->name.peak, plain->name.peak), #name " peak");
   CUDAPOOL_GAUGES(SAME_GAUGE)
 #undef SAME_GAUGE
-#define SAME_COUNTER(name, desc) cr_expect(eq(u64, front.name, plain.name), #name);
+#define SAME_COUNTER(name, desc) cr_expect(eq(u64, front->name, plain->name), #name);
   CUDAPOOL_COUNTERS(SAME_COUNTER)
 #undef SAME_COUNTER
-  cr_expect(eq(u64, front.blocks, plain.blocks));
-  cr_expect(eq(u64, front.free_blocks, plain.free_blocks));
+  cr_expect(eq(u64, front->blocks, plain->blocks));
+  cr_expect(eq(u64, front->free_blocks, plain->free_blocks));
+}
+
+Test(front, stats_equal_the_pool_alone_after_an_exact_sequence) {
+  cudapool_stats_t plain = run_sequence(false, 1), front = run_sequence(true, 1);
+  expect_same_stats(&front, &plain);
   cr_assert(eq(u64, front.num_immediate_reuse, 3));
+}
+
+Test(front, stats_equal_the_pool_alone_after_an_exact_sequence_without_a_key) {
+  cudapool_stats_t plain = run_sequence(false, 0), front = run_sequence(true, 0);
+  expect_same_stats(&front, &plain);
+  cr_assert(eq(u64, front.num_free, 7));
+  cr_assert(eq(u64, front.num_immediate_reuse, 0));
 }
 
 Test(front, a_keyed_pair_is_served_without_the_pool) {
@@ -252,6 +264,105 @@ Test(front, flushed_before_the_pool_grows_and_before_running_out) {
   fx_close();
 }
 
+/* ---- frees without a key: deferred to the pool ------------------------------------- */
+
+static void *free_it(void *arg); /* another thread frees arg[0] with key 9: arg[1] = the result */
+
+Test(front, a_free_without_a_key_waits_for_a_barrier) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t p = fr_alloc(20 << 20, 0); /* fills its segment */
+  fr_free(p, 0);
+  cp_block_t *deferred = atomic_load(&F.pool->deferred);
+  cr_assert(ne(ptr, deferred, NULL), "handed to the pool without its lock");
+  cr_assert(eq(u64, deferred->addr, p));
+  cr_assert(eq(sz, held(), 0), "never held for reuse by the cache");
+  uintptr_t q = fr_alloc(20 << 20, 0);
+  cr_assert(eq(ptr, atomic_load(&F.pool->deferred), NULL), "taken by the pool's next allocation");
+  cr_assert(not(eq(u64, q, p)), "no barrier, no reuse: a new segment");
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.pending_bytes.current, 20 << 20));
+  cr_assert(eq(u64, s.num_free, 1));
+  cr_assert(eq(u64, s.num_device_alloc, 2));
+  F.sim.barrier_enabled = true;
+  fr_free(q, 0);
+  cr_assert(eq(u64, fr_alloc(20 << 20, 0), p), "after a barrier, the lowest exact fit");
+  s = fx_stats();
+  cr_assert(eq(u64, s.num_barriers, 1));
+  cr_assert(eq(u64, s.num_device_alloc, 2));
+  fx_close();
+}
+
+Test(front, a_block_lent_under_a_key_and_freed_without_one_is_nobodys) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+  uintptr_t p = fr_alloc(4096, 1);
+  fr_free(p, 0); /* the program created a stream meanwhile */
+  cr_assert(not(eq(u64, fr_alloc(4096, 1), p)), "not even for the key it was lent under");
+  fx_close();
+}
+
+Test(front, a_second_free_of_a_deferred_block_fails) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  uintptr_t p = fr_alloc(4096, 0);
+  fr_free(p, 0);
+  cr_assert(eq(int, cp_front_free(F.pool, p, 0, 0), EINVAL), "the same thread's");
+  cr_assert(eq(sz, cp_block_size(F.pool, p), 0), "no live block");
+  uintptr_t q = fr_alloc(4096, 0);
+  fr_free(q, 0);
+  uintptr_t arg[2] = {q, 99};
+  pthread_t t;
+  pthread_create(&t, NULL, free_it, arg);
+  pthread_join(t, NULL);
+  cr_assert(eq(u64, arg[1], EINVAL), "another thread's, before the pool took it");
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_free, 2));
+  cr_assert(eq(i64, s.pending_bytes.current, 8192));
+  fx_close();
+}
+
+static void *free_it_without_a_key(void *arg) {
+  uintptr_t *p = arg;
+  p[1] = (uintptr_t)cp_front_free(F.pool, p[0], 0, 0);
+  return NULL;
+}
+
+Test(front, another_thread_frees_a_block_lent_without_a_key) {
+  fx_open(GiB);
+  uintptr_t arg[2] = {fr_alloc(4096, 0), 99};
+  pthread_t t;
+  pthread_create(&t, NULL, free_it_without_a_key, arg);
+  pthread_join(t, NULL);
+  cr_assert(eq(u64, arg[1], 0));
+  cr_assert(eq(int, cp_front_free(F.pool, arg[0], 0, 0), EINVAL), "the owner's second free fails");
+  cr_assert(eq(u64, fx_stats().num_free, 1));
+  fx_close();
+}
+
+static void *free_one_without_a_key_and_exit(void *arg) {
+  uintptr_t *p = arg;
+  *p = fr_alloc(4096, 0);
+  fr_free(*p, 0);
+  return NULL;
+}
+
+Test(front, a_thread_leaving_after_a_free_without_a_key) {
+  fx_open(GiB);
+  uintptr_t p = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, free_one_without_a_key_and_exit, &p);
+  pthread_join(t, NULL);
+  cudapool_stats_t s = fx_stats(); /* its cache is gone; the pool holds the block */
+  cr_assert(eq(u64, s.num_free, 1));
+  cr_assert(eq(i64, s.pending_bytes.current, 4096));
+  cr_assert(eq(i64, s.allocated_bytes.current, 0));
+  cr_assert(eq(int, cp_front_free(F.pool, p, 0, 0), EINVAL));
+  fx_close();
+}
+
 /* ---- other threads' frees ----------------------------------------------------------- */
 
 static void *free_it(void *arg) {
@@ -322,6 +433,13 @@ Test(front, eight_threads_through_their_caches_never_share_a_granule, .timeout =
   churn_close();
 }
 
+Test(front, eight_threads_without_keys_never_share_a_granule, .timeout = 300) {
+  cudapool_stats_t s = churn_checked_stats(churn_run(true, true));
+  cr_assert(eq(u64, s.num_immediate_reuse, 0));
+  cr_assert(gt(u64, s.num_barriers, 0));
+  churn_close();
+}
+
 /* Another thread's next pool allocation: every cache's freed blocks go back
  * first, so the pool decides as it would without caches: here, with a
  * barrier worth asking for once one block is pending, it serves the other
@@ -338,6 +456,7 @@ static uintptr_t other_thread_after_a_cached_free(bool front, uintptr_t *freed) 
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.split_barrier_pending = 1;
+  cfg.split_barrier_share = 0;
   fx_open_cfg(&cfg, GiB);
   uintptr_t a = front ? fr_alloc(4 << 20, 1) : fx_alloc_on(4 << 20, CP_STREAM_DEVICE, 1);
   uintptr_t x = front ? fr_alloc(8 << 20, 1) : fx_alloc_on(8 << 20, CP_STREAM_DEVICE, 1);

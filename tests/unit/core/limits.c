@@ -149,6 +149,7 @@ Test(limits, every_counter_after_an_exact_sequence) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.split_barrier_pending = 1; /* any pending block makes a split ask for a barrier */
+  cfg.split_barrier_share = 0;
   fx_open_cfg(&cfg, 1 * GiB);
   uintptr_t a = fx_alloc(1000);    /* miss: 2 MiB small segment, block 1024 */
   uintptr_t b = fx_alloc(5 * MiB); /* miss: 20 MiB segment, split */

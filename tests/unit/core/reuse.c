@@ -277,7 +277,10 @@ Test(reuse, small_pool_keyed_free_leaves_ready_neighbours_alone) {
 }
 
 Test(reuse, a_looming_split_asks_for_a_barrier_once_enough_is_pending) {
-  fx_open(1 * GiB); /* split_barrier_pending = 4 */
+  cp_config_t cfg;
+  cp_config_default(&cfg);     /* split_barrier_pending = 4 */
+  cfg.split_barrier_share = 0; /* whatever their bytes (next test) */
+  fx_open_cfg(&cfg, 1 * GiB);
   uintptr_t p[5];
   for (int i = 0; i < 5; i++) p[i] = fx_alloc(4096);
   for (int i = 0; i < 3; i++) fx_free(p[i], 0);
@@ -285,6 +288,21 @@ Test(reuse, a_looming_split_asks_for_a_barrier_once_enough_is_pending) {
   cr_assert(eq(u64, q, p[4] + 4096));
   cr_assert(eq(u64, fx_stats().num_barriers, 0));
   fx_free(p[3], 0); /* four pending */
+  cr_assert(eq(u64, fx_alloc(4096), p[0]), "barrier, then the lowest exact fit");
+  cr_assert(eq(u64, fx_stats().num_barriers, 1));
+  fx_close();
+}
+
+Test(reuse, a_split_waits_for_no_barrier_while_the_pending_bytes_are_few) {
+  fx_open(1 * GiB); /* split_barrier_pending 4, split_barrier_share 2 */
+  uintptr_t p[5];
+  for (int i = 0; i < 5; i++) p[i] = fx_alloc(4096);
+  uintptr_t big = fx_alloc(1 * MiB); /* the segment's ready rest: 2 MiB - 1 MiB - 20 KiB */
+  for (int i = 0; i < 4; i++) fx_free(p[i], 0);
+  uintptr_t q = fx_alloc(4096); /* four pending, 16 KiB: split the ready rest */
+  cr_assert(eq(u64, q, big + 1 * MiB));
+  cr_assert(eq(u64, fx_stats().num_barriers, 0));
+  fx_free(big, 0); /* 1 MiB + 16 KiB pending, at least half the rest */
   cr_assert(eq(u64, fx_alloc(4096), p[0]), "barrier, then the lowest exact fit");
   cr_assert(eq(u64, fx_stats().num_barriers, 1));
   fx_close();
@@ -300,6 +318,7 @@ Test(reuse, a_costlier_barrier_waits_for_more_pending_blocks) {
   cp_config_default(&cfg);
   cp_sim_init(&F.sim, 1 * GiB);
   F.be = cp_sim_backend(&F.sim);
+  cfg.split_barrier_share = 0;
   F.be.barrier_cost = cost_of_two; /* split_barrier_pending 4 x cost 2 */
   cr_assert(eq(int, cp_pool_create(&F.pool, 0, &cfg, &F.be), 0));
   uintptr_t p[9];

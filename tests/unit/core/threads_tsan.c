@@ -1,8 +1,9 @@
 /* threads_tsan.c: the churn of core_churn.h as a plain program, for
  * ThreadSanitizer (Criterion cannot start under it: Snaipe/Criterion#274),
  * on the pool alone, through the threads' front caches (core/front.c:
- * stats read and caches emptied meanwhile), and unkeyed (barriers shared).
- * Prints "core_threads_tsan: 3 passed, 0 failed" or what broke; exit 1 on
+ * stats read and caches emptied meanwhile), and unkeyed (barriers shared),
+ * alone and through the caches (frees deferred to the pool without its lock).
+ * Prints "core_threads_tsan: 4 passed, 0 failed" or what broke; exit 1 on
  * failure. A data race makes TSan itself fail the run. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ int main(void) {
   churn_once(false, false);
   churn_once(true, false);
   churn_once(false, true); /* every reuse after a barrier, many shared */
-  printf("core_threads_tsan: 3 passed, 0 failed\n");
+  churn_once(true, true);  /* the same, frees handed to the pool without its lock */
+  printf("core_threads_tsan: 4 passed, 0 failed\n");
   return 0;
 }
