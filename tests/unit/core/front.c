@@ -24,6 +24,14 @@ static void fr_free(uintptr_t p, uint64_t key) { cr_assert(eq(int, cp_front_free
 
 static size_t held(void) { return cp_fronts_held(F.pool); }
 
+/* A pool whose device neither issues barriers nor completes fences: a
+ * block freed without a key (or for another) is never reused. */
+static void open_without_barriers_or_fences(void) {
+  fx_open(GiB);
+  F.sim.barrier_enabled = false;
+  F.sim.fence_enabled = false;
+}
+
 /* One sequence through cp_alloc/cp_free or through the front cache, with
  * the thread's key or without one (a program that created streams). */
 static cudapool_stats_t run_sequence(bool front, uint64_t key) {
@@ -101,9 +109,7 @@ Test(front, a_keyed_pair_is_served_without_the_pool) {
 }
 
 Test(front, another_key_gets_the_block_only_after_a_barrier) {
-  fx_open(GiB);
-  F.sim.barrier_enabled = false;
-  F.sim.fence_enabled = false;
+  open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(2 << 20, 1); /* fills a 2 MiB small segment */
   fr_free(p, 1);
   uintptr_t q = fr_alloc(1 << 20, 2);
@@ -217,19 +223,26 @@ Test(front, flushed_when_the_budget_is_spent) {
   fx_close();
 }
 
-static void *hold_one_and_exit(void *arg) {
-  uintptr_t *p = arg;
-  *p = fr_alloc(4096, 7);
-  fr_free(*p, 7);
+/* arg[0]: the key; arg[1]: the block this thread allocated and freed. */
+static void *free_one_and_exit(void *arg) {
+  uintptr_t *a = arg;
+  a[1] = fr_alloc(4096, a[0]);
+  fr_free(a[1], a[0]);
   return NULL;
+}
+
+/* Another thread allocates and frees one block with `key`, then leaves. */
+static uintptr_t another_thread_frees_one_and_leaves(uint64_t key) {
+  uintptr_t arg[2] = {key, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, free_one_and_exit, arg);
+  pthread_join(t, NULL);
+  return arg[1];
 }
 
 Test(front, flushed_on_thread_exit) {
   fx_open(GiB);
-  uintptr_t p = 0;
-  pthread_t t;
-  pthread_create(&t, NULL, hold_one_and_exit, &p);
-  pthread_join(t, NULL);
+  another_thread_frees_one_and_leaves(7);
   cr_assert(eq(sz, held(), 0));
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.num_free, 1));
@@ -269,9 +282,7 @@ Test(front, flushed_before_the_pool_grows_and_before_running_out) {
 static void *free_it(void *arg); /* another thread frees arg[0] with key 9: arg[1] = the result */
 
 Test(front, a_free_without_a_key_waits_for_a_barrier) {
-  fx_open(GiB);
-  F.sim.barrier_enabled = false;
-  F.sim.fence_enabled = false;
+  open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(20 << 20, 0); /* fills its segment */
   fr_free(p, 0);
   cp_block_t *deferred = atomic_load(&F.pool->deferred);
@@ -295,9 +306,7 @@ Test(front, a_free_without_a_key_waits_for_a_barrier) {
 }
 
 Test(front, a_block_lent_under_a_key_and_freed_without_one_is_nobodys) {
-  fx_open(GiB);
-  F.sim.barrier_enabled = false;
-  F.sim.fence_enabled = false;
+  open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(4096, 1);
   fr_free(p, 0); /* the program created a stream meanwhile */
   cr_assert(not(eq(u64, fr_alloc(4096, 1), p)), "not even for the key it was lent under");
@@ -330,31 +339,28 @@ static void *free_it_without_a_key(void *arg) {
   return NULL;
 }
 
-Test(front, another_thread_frees_a_block_lent_without_a_key) {
+/* A block lent to this thread (key `key`) freed by another thread (through
+ * `freer`): the free succeeds, the owner's second free fails. */
+static void another_thread_frees_a_lent_block(uint64_t key, void *(*freer)(void *)) {
   fx_open(GiB);
-  uintptr_t arg[2] = {fr_alloc(4096, 0), 99};
+  uintptr_t arg[2] = {fr_alloc(4096, key), 99};
   pthread_t t;
-  pthread_create(&t, NULL, free_it_without_a_key, arg);
+  pthread_create(&t, NULL, freer, arg);
   pthread_join(t, NULL);
   cr_assert(eq(u64, arg[1], 0));
-  cr_assert(eq(int, cp_front_free(F.pool, arg[0], 0, 0), EINVAL), "the owner's second free fails");
+  cr_assert(eq(int, cp_front_free(F.pool, arg[0], key, 0), EINVAL), "the owner's second free fails");
+  cr_assert(eq(sz, held(), 0));
   cr_assert(eq(u64, fx_stats().num_free, 1));
   fx_close();
 }
 
-static void *free_one_without_a_key_and_exit(void *arg) {
-  uintptr_t *p = arg;
-  *p = fr_alloc(4096, 0);
-  fr_free(*p, 0);
-  return NULL;
+Test(front, another_thread_frees_a_block_lent_without_a_key) {
+  another_thread_frees_a_lent_block(0, free_it_without_a_key);
 }
 
 Test(front, a_thread_leaving_after_a_free_without_a_key) {
   fx_open(GiB);
-  uintptr_t p = 0;
-  pthread_t t;
-  pthread_create(&t, NULL, free_one_without_a_key_and_exit, &p);
-  pthread_join(t, NULL);
+  uintptr_t p = another_thread_frees_one_and_leaves(0);
   cudapool_stats_t s = fx_stats(); /* its cache is gone; the pool holds the block */
   cr_assert(eq(u64, s.num_free, 1));
   cr_assert(eq(i64, s.pending_bytes.current, 4096));
@@ -372,15 +378,7 @@ static void *free_it(void *arg) {
 }
 
 Test(front, another_thread_frees_a_lent_block_and_a_second_free_fails) {
-  fx_open(GiB);
-  uintptr_t arg[2] = {fr_alloc(4096, 1), 99};
-  pthread_t t;
-  pthread_create(&t, NULL, free_it, arg);
-  pthread_join(t, NULL);
-  cr_assert(eq(u64, arg[1], 0));
-  cr_assert(eq(int, cp_front_free(F.pool, arg[0], 1, 0), EINVAL), "the owner's second free fails");
-  cr_assert(eq(sz, held(), 0));
-  fx_close();
+  another_thread_frees_a_lent_block(1, free_it);
 }
 
 Test(front, a_block_held_freed_is_no_live_block) {
@@ -401,9 +399,7 @@ Test(front, a_block_held_freed_is_no_live_block) {
 }
 
 Test(front, a_block_used_on_another_stream_is_never_cached) {
-  fx_open(GiB);
-  F.sim.barrier_enabled = false;
-  F.sim.fence_enabled = false;
+  open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(4096, 1);
   cr_assert(eq(int, cp_record_stream(F.pool, p, 5), 0));
   fr_free(p, 1);
@@ -413,9 +409,7 @@ Test(front, a_block_used_on_another_stream_is_never_cached) {
 }
 
 Test(front, stream_and_key_must_match) {
-  fx_open(GiB);
-  F.sim.barrier_enabled = false;
-  F.sim.fence_enabled = false;
+  open_without_barriers_or_fences();
   uintptr_t p = one_held();
   uintptr_t q = 0;
   cr_assert(eq(int, cp_front_alloc(F.pool, 4096, 3, 1, &q), 0));
@@ -490,9 +484,7 @@ Test(front, another_threads_allocation_decides_as_without_caches) {
  * stream 9's: the thread's next allocation for stream 5 must not get it back
  * at once (work on 9 may still use it), through the cache or the pool. */
 Test(front, a_free_on_another_stream_is_that_streams) {
-  fx_open(GiB);
-  F.sim.barrier_enabled = false;
-  F.sim.fence_enabled = false;
+  open_without_barriers_or_fences();
   uintptr_t p = 0, q = 0;
   cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 5, 7, &p), 0));
   cr_assert(eq(int, cp_front_free_on_stream(F.pool, p, 9, 7, 0), 0));
