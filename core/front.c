@@ -22,6 +22,10 @@
  * pool's own free would have, only later in the free order, so a barrier
  * covers them only if it began after that: never earlier than their free.
  * A thread cycling blocks then takes the pool lock once a pair, not twice.
+ * Every pool operation of front.c drains the stack before anything else
+ * (then folds), so the pool counts a thread's frees in its program order:
+ * a free is deferred only while its cache has no fast-path figures left to
+ * fold.
  *
  * Flushes (freed blocks go back to the pool as keyed pending blocks, which
  * keeps the key's right to them): every cache at any thread's next pool
@@ -221,9 +225,13 @@ static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, unsigned i) {
                                                 memory_order_relaxed));
 }
 
-/* Pool lock held: every deferred free becomes pending, in free order. */
-static void drain_deferred(cp_pool_t *pool) {
-  if (!atomic_load_explicit(&pool->deferred, memory_order_relaxed)) return;
+/* Pool lock held (or the pool being destroyed): every deferred free
+ * becomes pending, in free order, before the pool does anything else with
+ * its lock, so that the pool counts the frees in the program's order and a
+ * free's place in the free order is never earlier than the free. Returns
+ * whether there were any. */
+static bool drain_deferred(cp_pool_t *pool) {
+  if (!atomic_load_explicit(&pool->deferred, memory_order_relaxed)) return false;
   cp_block_t *newest = atomic_exchange_explicit(&pool->deferred, NULL, memory_order_acquire), *oldest = NULL;
   while (newest) {
     cp_block_t *b = newest;
@@ -240,13 +248,13 @@ static void drain_deferred(cp_pool_t *pool) {
     cp_release_active(pool, b, 0, 0, false);
   }
   cp_stats_refresh_derived(pool);
+  return true;
 }
 
 /* ---- with the pool lock held (pool_internal.h) ------------------------------------ */
 
 bool cp_fronts_flush_all(cp_pool_t *pool) {
-  bool any = atomic_load_explicit(&pool->deferred, memory_order_relaxed) != NULL;
-  drain_deferred(pool);
+  bool any = drain_deferred(pool);
   for (cp_front_t *f = pool->fronts; f; f = f->next) any |= flush(pool, f) > 0;
   return any;
 }
@@ -301,6 +309,9 @@ void cp_fronts_update_on(cp_pool_t *pool) {
 }
 
 void cp_fronts_orphan(cp_pool_t *pool) {
+  /* Deferred frees take their place in the free order first: the teardown
+   * then waits for the device before it unmaps their pages. */
+  drain_deferred(pool);
   pthread_mutex_lock(&fronts_lock);
   for (cp_front_t *f = pool->fronts; f; f = f->next) {
     front_lock(f);
@@ -418,12 +429,15 @@ static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stre
    * without caches (a block left in another thread's cache made the pool
    * split or grow for requests it could have served: +3% reserved on a
    * PyTorch transformer, whose backward pass runs on its own thread). */
-  cp_fronts_flush_all(pool);
+  bool freed = cp_fronts_flush_all(pool);
   cp_block_t *b = NULL;
   int rc = cp_alloc_locked(pool, size, stream, key, &b);
   if (rc == 0) *out = b->addr;
   if (f) own(f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
-  pthread_mutex_unlock(&pool->lock);
+  if (freed)
+    cp_settle_and_unlock(pool); /* the frees it took in may take the cache over max_cached */
+  else
+    pthread_mutex_unlock(&pool->lock);
   return rc;
 }
 
@@ -457,6 +471,7 @@ int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, 
 /* Half the freed blocks go back to the pool: the cache is full. */
 static void spill_half(cp_pool_t *pool, cp_front_t *f) {
   pthread_mutex_lock(&pool->lock);
+  drain_deferred(pool);
   front_lock(f);
   fold(pool, f);
   spill(pool, f, f->n_free / 2);
@@ -467,6 +482,7 @@ static void spill_half(cp_pool_t *pool, cp_front_t *f) {
 static int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr, const uint64_t *restream, uint64_t key,
                      unsigned flags) {
   pthread_mutex_lock(&pool->lock);
+  drain_deferred(pool); /* frees this thread deferred came first */
   if (f) {
     front_lock(f);
     fold(pool, f);
@@ -486,7 +502,9 @@ static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
     int i = table_find(f, addr);
     cp_block_t *b = i >= 0 ? f->slot[i].block : NULL;
     bool same_stream = b && (!restream || *restream == b->stream);
-    if (same_stream && !key) {
+    /* Deferred only while nothing of the cache's fast paths waits to be
+     * folded: the pool then counts this free after everything before it. */
+    if (same_stream && !key && !f->n_alloc && !f->n_freed) {
       defer(pool, f, b, (unsigned)i);
       front_unlock(f);
       return 0;

@@ -313,12 +313,15 @@ static bool over_limit(cp_pool_t *pool, size_t rsize) {
  * about 50 barriers a training step (one event record each without
  * non-blocking streams); asking at every split would double that, waiting
  * for 8 already costs memory. A barrier that must reach many streams costs
- * more, and is asked for proportionally less often. Nor is it asked for
- * while the pending bytes are a small share of the block to be split
- * (split_barrier_share): splitting memory already reserved costs none, and
- * a few small blocks cannot coalesce into much; a thread cycling 512-byte
- * blocks with a stream live paid a barrier every 8 pairs for nothing (the
- * three PyTorch traces replay to the same bytes with and without it). In
+ * more, and is asked for proportionally less often. In the small pool it
+ * is not asked for either while the pending bytes are a small share of the
+ * block to be split (split_barrier_share): splitting memory already
+ * reserved costs none, and a few small blocks cannot coalesce into much; a
+ * thread cycling 512-byte blocks with a stream live paid a barrier every 8
+ * pairs for nothing (the three PyTorch traces replay to the same bytes with
+ * and without it). Not in the large pool: there, splitting a big block
+ * while smaller exact fits wait can leave a later big request nowhere to
+ * go but a new segment, and a wrong guess costs far more than 2 MiB. In
  * an expandable segment a fit whose pages are not all mapped is a new
  * segment in all but name: a barrier is asked for as when nothing fits.
  * Fences are polled only when nothing fits. */
@@ -331,10 +334,10 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
   if (b && worth_a_barrier && !cp_pages_mapped(pool, b, rsize)) {
   } else if (b && worth_a_barrier) {
     unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
-    size_t share = pool->cfg.split_barrier_share;
+    size_t share = sp == &pool->small ? pool->cfg.split_barrier_share : 0;
     worth_a_barrier = should_split(&pool->cfg, b, rsize) &&
                       waiting >= pool->cfg.split_barrier_pending * cost &&
-                      (!share || sp->pending_bytes * share >= b->size);
+                      (!share || sp->pending_bytes >= b->size / share);
   }
   if (worth_a_barrier) {
     cp_barrier_t got;

@@ -54,7 +54,7 @@ typedef struct cp_config {
   size_t max_split;             /* blocks >= this never split (no limit) */
   size_t oversize_waste;        /* unsplittable blocks serve if waste < this (20 MiB) */
   size_t split_barrier_pending; /* pending blocks that make a looming split ask for a barrier (4) */
-  size_t split_barrier_share; /* ... and only once their bytes are 1/this of the block to split (2; 0: any) */
+  size_t split_barrier_share; /* ... and, small pool, their bytes 1/this of the block to split (2; 0: any) */
   size_t limit;               /* most bytes reserved (CP_NO_LIMIT) */
   size_t max_cached;          /* most cached bytes kept (CP_NO_LIMIT) */
   enum cp_reuse reuse;

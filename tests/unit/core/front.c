@@ -281,6 +281,61 @@ Test(front, flushed_before_the_pool_grows_and_before_running_out) {
 
 static void *free_it(void *arg); /* another thread frees arg[0] with key 9: arg[1] = the result */
 
+/* Keyed fast paths, then a free without a key: the pool counts the frees
+ * in the program's order, so every peak is the pool's alone. */
+static cudapool_stats_t keyed_then_unkeyed(bool front, bool reset_peak) {
+  fx_open(GiB);
+#define A(size, key) (front ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key))
+#define R(p, key) (front ? fr_free(p, key) : fx_free(p, key))
+  uintptr_t u = A(reset_peak ? 4096 : 512, reset_peak ? 0 : 7), v = A(512, 7);
+  R(v, 7);
+  if (reset_peak) cp_reset_peak(F.pool);
+  v = A(512, 7); /* a fast hit */
+  R(u, 0);       /* deferred */
+#undef A
+#undef R
+  cudapool_stats_t s = fx_stats();
+  fx_close();
+  return s;
+}
+
+Test(front, stats_equal_the_pool_alone_when_keyed_and_unkeyed_frees_mix) {
+  for (int reset = 0; reset < 2; reset++) {
+    cudapool_stats_t plain = keyed_then_unkeyed(false, reset), front = keyed_then_unkeyed(true, reset);
+    expect_same_stats(&front, &plain);
+  }
+}
+
+Test(front, frees_without_a_key_keep_to_max_cached) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.max_cached = 0;
+  fx_open_cfg(&cfg, GiB);
+  uintptr_t a = fr_alloc(12 * MiB, 0), b = fr_alloc(12 * MiB, 0);
+  fr_free(a, 0);
+  fr_free(b, 0);
+  for (int i = 0; i < 100; i++) fr_free(fr_alloc(12 * MiB, 0), 0);
+  cr_assert(eq(sz, F.sim.used, 12 * MiB), "the device's view, not a stats read (which would drain)");
+  fx_close();
+}
+
+Test(front, a_pool_destroyed_with_deferred_frees_waits_before_it_unmaps) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.expandable = true;
+  cp_sim_init(&F.sim, GiB);
+  F.sim.vmm_page = 2 * MiB;
+  F.be = cp_sim_backend(&F.sim);
+  cr_assert(eq(int, cp_pool_create(&F.pool, 0, &cfg, &F.be), 0));
+  fr_free(fr_alloc(4 * MiB, 0), 0);
+  cp_pool_destroy(F.pool); /* no flush before it */
+  F.pool = NULL;
+  cr_assert(eq(u64, F.sim.fences_recorded, 1), "the free is waited for like any pending one");
+  cr_assert(eq(u64, F.sim.fence_waits, 1));
+  cr_assert(eq(sz, F.sim.used, 0));
+  cp_sim_fini(&F.sim);
+}
+
 Test(front, a_free_without_a_key_waits_for_a_barrier) {
   open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(20 << 20, 0); /* fills its segment */

@@ -308,6 +308,23 @@ Test(reuse, a_split_waits_for_no_barrier_while_the_pending_bytes_are_few) {
   fx_close();
 }
 
+Test(reuse, a_large_split_still_asks_for_a_barrier_whatever_the_pending_bytes) {
+  fx_open(1 * GiB);
+  uintptr_t r = fx_alloc(18 * MiB); /* a segment of its own */
+  cr_assert(eq(int, cp_free(F.pool, r, 0, CP_FREE_DEVICE_IDLE), 0));
+  uintptr_t q[10];
+  for (int i = 0; i < 10; i++) q[i] = fx_alloc(2 * MiB); /* nine from r's segment, one from a 20 MiB one */
+  for (int i = 0; i < 8; i += 2) fx_free(q[i], 0);       /* four 2 MiB blocks pending, apart */
+  /* 8 MiB pending: less than half the 18 MiB ready rest a split would cut. */
+  cr_assert(eq(u64, fx_alloc(2 * MiB), q[0]), "a barrier, then the exact fit, not a split");
+  fx_alloc(18 * MiB); /* still fits: no third segment */
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.reserved_bytes.current, 38 * MiB));
+  cr_assert(eq(i64, s.segments.current, 2));
+  cr_assert(eq(u64, s.num_barriers, 1));
+  fx_close();
+}
+
 static unsigned cost_of_two(void *ctx, int device) {
   (void)ctx, (void)device;
   return 2;
