@@ -535,12 +535,3 @@ int cp_front_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags)
 int cp_front_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
   return front_free(pool, addr, &stream, key, flags);
 }
-
-void cp_front_flush(cp_pool_t *pool) {
-  cp_front_t *f = front_find(pool);
-  if (!f) return;
-  pthread_mutex_lock(&pool->lock);
-  drain_deferred(pool);
-  flush(pool, f);
-  cp_settle_and_unlock(pool);
-}

@@ -126,8 +126,6 @@ int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t
 int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out);
 int cp_front_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
 int cp_front_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
-/* Give back what this thread's cache of the pool holds freed. */
-void cp_front_flush(cp_pool_t *pool);
 
 /* What the pool reports to an observer (the shim's trace recorder), called
  * with the pool lock held: a block's free is seen before anyone can be
