@@ -12,7 +12,11 @@
  * only after a barrier (one a pair for one thread), and each
  * barrier spends BARRIER_NS on the host as the driver's calls would (about
  * what one costs on the H200 with a few streams); a barrier covers every
- * thread's frees before it, so the line also says how many a pair took.
+ * thread's frees before it, so the line also says how many a pair took;
+ * W = unkeyed: alloc_bench's threads case (each thread replaces one of 8
+ * live blocks of 512 B - 1 MiB, unkeyed, through the front caches, with
+ * the same slow barriers) on one pool, and W = unkeyed_arenas the same
+ * with up to 8 arenas (core/arena.c).
  * Run by `make bench`. */
 #include <pthread.h>
 #include <stdio.h>
@@ -162,7 +166,7 @@ static void fill_free_blocks(int n) {
 #define BARRIER_PAIRS 20000
 #define BARRIER_NS 1000.0
 
-typedef enum { VIA_POOL, VIA_FRONT, VIA_BARRIER } via_t;
+typedef enum { VIA_POOL, VIA_FRONT, VIA_BARRIER, VIA_UNKEYED, VIA_UNKEYED_ARENAS } via_t;
 
 typedef struct thread_arg {
   via_t via;
@@ -179,14 +183,40 @@ static int slow_barrier(void *ctx, int device) {
   return sim_barrier(ctx, device);
 }
 
-static int pairs_of(via_t via) { return via == VIA_BARRIER ? BARRIER_PAIRS : THREAD_PAIRS; }
+static int pairs_of(via_t via) {
+  return via == VIA_BARRIER ? BARRIER_PAIRS : via >= VIA_UNKEYED ? THREAD_PAIRS / 4 : THREAD_PAIRS;
+}
+
+static uintptr_t front_alloc(size_t size) {
+  uintptr_t x;
+  if (cp_front_alloc(pool, size, 0, 0, &x) != 0) abort();
+  return x;
+}
+
+/* alloc_bench's threads case: replace one of 8 live blocks, unkeyed. */
+static void unkeyed_churn(uint64_t seed) {
+  uintptr_t live[8];
+  uint64_t r = seed * 0x9e3779b97f4a7c15ull + 1;
+#define NEXT (r ^= r << 13, r ^= r >> 7, r ^= r << 17, r)
+  for (int i = 0; i < 8; i++) live[i] = front_alloc(512 + NEXT % (1u << 20));
+  for (int i = 0; i < pairs_of(VIA_UNKEYED); i++) {
+    int k = (int)(NEXT % 8);
+    cp_front_free(pool, live[k], 0, 0);
+    live[k] = front_alloc(512 + NEXT % (1u << 20));
+  }
+  for (int i = 0; i < 8; i++) cp_front_free(pool, live[i], 0, 0);
+#undef NEXT
+}
 
 static void *thread_pairs(void *p) {
   thread_arg_t *a = p;
   pthread_barrier_wait(a->start);
   for (int i = 0; i < pairs_of(a->via); i++) {
     uintptr_t x;
-    if (a->via == VIA_BARRIER) {
+    if (a->via >= VIA_UNKEYED) {
+      unkeyed_churn(a->key);
+      break;
+    } else if (a->via == VIA_BARRIER) {
       cp_free(pool, must_alloc(20 * MiB, 0), 0, 0); /* a block that fills its segment */
     } else if (a->via == VIA_FRONT) {
       if (cp_front_alloc(pool, 4096, 0, a->key, &x) != 0) abort();
@@ -221,7 +251,8 @@ static double threads_rate(via_t via, int n) {
 }
 
 static void report_threads(via_t via) {
-  static const char *const names[] = {"threads_pool", "threads_front", "threads_barrier"};
+  static const char *const names[] = {"threads_pool", "threads_front", "threads_barrier", "threads_unkeyed",
+                                      "threads_unkeyed_arenas"};
   if (only && strncmp(only, "threads", 7) != 0) return;
   double one = 0;
   for (int n = 1; n <= 4; n *= 2) {
@@ -231,7 +262,7 @@ static void report_threads(via_t via) {
     cp_get_stats(pool, &after);
     if (n == 1) one = rate;
     printf("%s n=%d: %.2f Mpairs/s (%.2f x one thread)", names[via], n, rate / 1e6, rate / one);
-    if (via == VIA_BARRIER)
+    if (via >= VIA_BARRIER)
       printf(", %.2f barriers a pair, %lld segments at most",
              (double)(after.num_barriers - before.num_barriers) /
                  (double)(after.num_alloc - before.num_alloc),
@@ -293,5 +324,16 @@ int main(int argc, char **argv) {
   if (cp_pool_create(&pool, 0, &cfg, &be) != 0) abort();
   report_threads(VIA_BARRIER);
   close_pool();
+
+  for (via_t via = VIA_UNKEYED; via <= VIA_UNKEYED_ARENAS; via++) {
+    cp_sim_init(&sim, (size_t)1 << 44);
+    be = cp_sim_backend(&sim);
+    be.barrier = slow_barrier;
+    cp_config_default(&cfg);
+    if (via == VIA_UNKEYED_ARENAS) cfg.arenas = 8;
+    if (cp_pool_create(&pool, 0, &cfg, &be) != 0) abort();
+    report_threads(via);
+    close_pool();
+  }
   return 0;
 }

@@ -80,7 +80,7 @@ static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {
   return count == expected ? 0 : cp_fail_msg(why, n, "fifo has %zu blocks, %zu pending", count, expected);
 }
 
-int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
+static int check_one(cp_pool_t *pool, char *why, size_t n, size_t *reserved) {
   pthread_mutex_lock(&pool->lock);
   cp_fronts_flush_all(pool); /* what they hold freed is checked as pending blocks */
   tally_t t = {0};
@@ -114,6 +114,19 @@ int cp_pool_check(cp_pool_t *pool, char *why, size_t n) {
   if (rc == 0 && (s->active_bytes.current != s->allocated_bytes.current + s->pending_bytes.current ||
                   s->cached_bytes.current != s->reserved_bytes.current - s->allocated_bytes.current))
     rc = cp_fail_msg(why, n, "derived stats stale");
+  *reserved += t.reserved;
   pthread_mutex_unlock(&pool->lock);
+  return rc;
+}
+
+/* Every arena, and the reserved bytes they share the limit by (no claim is
+ * in flight while nothing allocates). */
+int cp_pool_check(cp_pool_t *main, char *why, size_t n) {
+  size_t reserved = 0;
+  int rc = 0;
+  for (unsigned i = 0, count = cp_arena_count(main); i < count && rc == 0; i++)
+    rc = check_one(cp_arena_at(main, i), why, n, &reserved);
+  if (rc == 0 && reserved != cp_budget_reserved(main))
+    rc = cp_fail_msg(why, n, "arenas reserve %zu, the shared count says %zu", reserved, cp_budget_reserved(main));
   return rc;
 }

@@ -291,15 +291,18 @@ bool cp_front_holds_freed(cp_block_t *b) {
   return freed;
 }
 
-size_t cp_fronts_held(cp_pool_t *pool) {
+size_t cp_fronts_held(cp_pool_t *main) {
   size_t n = 0;
-  pthread_mutex_lock(&pool->lock);
-  for (cp_front_t *f = pool->fronts; f; f = f->next) {
-    front_lock(f);
-    n += f->n_free;
-    front_unlock(f);
+  for (unsigned i = 0; i < cp_arena_count(main); i++) {
+    cp_pool_t *pool = cp_arena_at(main, i);
+    pthread_mutex_lock(&pool->lock);
+    for (cp_front_t *f = pool->fronts; f; f = f->next) {
+      front_lock(f);
+      n += f->n_free;
+      front_unlock(f);
+    }
+    pthread_mutex_unlock(&pool->lock);
   }
-  pthread_mutex_unlock(&pool->lock);
   return n;
 }
 
@@ -419,9 +422,10 @@ static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
   front_unlock(f);
 }
 
-static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stream, uint64_t key,
-                      uintptr_t *out) {
-  pthread_mutex_lock(&pool->lock);
+static int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t size, uint64_t stream,
+                      uint64_t key, uintptr_t *out) {
+  cp_pool_t *pool = cp_arena_lock(main, home);
+  if (pool != home) f = front_find(pool); /* the thread moved */
   bool lend = atomic_load_explicit(&pool->front_on, memory_order_relaxed);
   if (!f && lend) f = front_create(pool);
   /* What every cache holds freed goes back first: the pool's best fit sees
@@ -431,18 +435,38 @@ static int alloc_slow(cp_pool_t *pool, cp_front_t *f, size_t size, uint64_t stre
    * PyTorch transformer, whose backward pass runs on its own thread). */
   bool freed = cp_fronts_flush_all(pool);
   cp_block_t *b = NULL;
+  /* With arenas, a refusal is the program's only once the others have
+   * given back what they cache (below). */
+  bool others = cp_arena_count(main) > 1;
+  pool->refusal_deferred = others;
   int rc = cp_alloc_locked(pool, size, stream, key, &b);
+  pool->refusal_deferred = false;
   if (rc == 0) *out = b->addr;
   if (f) own(f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
   if (freed)
     cp_settle_and_unlock(pool); /* the frees it took in may take the cache over max_cached */
   else
     pthread_mutex_unlock(&pool->lock);
+  /* Other arenas' cached memory (and their share of the limit) goes back
+   * before this one gives up. */
+  if (rc != 0 && others) {
+    bool again = rc == ENOMEM && cp_arenas_reclaim(main, pool) > 0;
+    pthread_mutex_lock(&pool->lock);
+    if (again) {
+      cp_fronts_flush_all(pool);
+      rc = cp_alloc_locked(pool, size, stream, key, &b);
+      if (rc == 0) *out = b->addr;
+    } else {
+      cp_refused(pool, size, stream);
+    }
+    cp_settle_and_unlock(pool);
+  }
   return rc;
 }
 
-int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+int cp_front_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
   if (size == 0) return EINVAL;
+  cp_pool_t *pool = cp_arena_home(main);
   cp_front_t *f = front_find(pool);
   size_t rsize = cp_round_size(&pool->cfg, size);
   if (f && key && rsize) {
@@ -465,7 +489,7 @@ int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, 
     }
     front_unlock(f);
   }
-  return alloc_slow(pool, f, size, stream, key, out);
+  return alloc_slow(main, pool, f, size, stream, key, out);
 }
 
 /* Half the freed blocks go back to the pool: the cache is full. */
@@ -528,10 +552,23 @@ static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
   }
 }
 
-int cp_front_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
-  return front_free(pool, addr, NULL, key, flags);
+/* The thread's own arena first (where it allocates, and so mostly frees),
+ * then the others: a block belongs to the arena whose segment holds it. */
+static int arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                       unsigned flags) {
+  cp_pool_t *home = cp_arena_home(main);
+  int rc = front_free(home, addr, restream, key, flags);
+  for (unsigned i = 0, n = cp_arena_count(main); rc == ENOENT && i < n; i++) {
+    cp_pool_t *a = cp_arena_at(main, i);
+    if (a != home) rc = front_free(a, addr, restream, key, flags);
+  }
+  return rc;
 }
 
-int cp_front_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
-  return front_free(pool, addr, &stream, key, flags);
+int cp_front_free(cp_pool_t *main, uintptr_t addr, uint64_t key, unsigned flags) {
+  return arenas_free(main, addr, NULL, key, flags);
+}
+
+int cp_front_free_on_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
+  return arenas_free(main, addr, &stream, key, flags);
 }

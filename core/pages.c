@@ -41,6 +41,7 @@ static void mark(cp_pool_t *pool, cp_segment_t *seg, size_t first, size_t end, b
   int64_t bytes = (int64_t)((end - first) * pool->page);
   seg->mapped_bytes += mapped ? (size_t)bytes : (size_t)-bytes;
   cp_stat_add(&pool->stats.reserved_bytes, mapped ? bytes : -bytes);
+  if (!mapped) cp_budget_return(pool, (size_t)bytes); /* a mapping's bytes were claimed before it */
 }
 
 /* The end of the run of pages from i that are all mapped (or all not). */
@@ -105,14 +106,13 @@ bool cp_complete_all(cp_pool_t *pool, bool wait) {
   return pool->completed_seq >= pool->free_seq;
 }
 
-/* Room under the limit for `need` more mapped bytes, unmapping free pages
- * (other than b's) to make it. */
-static bool room_under_limit(cp_pool_t *pool, const cp_block_t *b, size_t need) {
-  if (pool->cfg.limit == CP_NO_LIMIT) return true;
-  size_t reserved = (size_t)pool->stats.reserved_bytes.current;
-  if (reserved + need <= pool->cfg.limit) return true;
-  cp_pages_release(pool, reserved + need - pool->cfg.limit, b);
-  return (size_t)pool->stats.reserved_bytes.current + need <= pool->cfg.limit;
+/* `need` more mapped bytes claimed under the limit (arena.c), unmapping
+ * free pages (other than b's) to make room. */
+static bool claim_under_limit(cp_pool_t *pool, const cp_block_t *b, size_t need) {
+  if (cp_budget_claim(pool, need)) return true;
+  size_t reserved = cp_budget_reserved(pool);
+  if (reserved + need > pool->cfg.limit) cp_pages_release(pool, reserved + need - pool->cfg.limit, b);
+  return cp_budget_claim(pool, need);
 }
 
 bool cp_pages_mapped(const cp_pool_t *pool, const cp_block_t *b, size_t size) {
@@ -131,7 +131,7 @@ int cp_pages_claim(cp_pool_t *pool, cp_block_t *b, size_t size, bool *mapped) {
   for (size_t i = first; i < end; i++) need += !is_mapped(seg, i);
   *mapped = false;
   if (need == 0) return 0;
-  if (!room_under_limit(pool, b, need * pool->page)) return ENOMEM;
+  if (!claim_under_limit(pool, b, need * pool->page)) return ENOMEM;
   for (size_t i = first; i < end;) {
     if (is_mapped(seg, i)) {
       i = run_end(seg, i, end, true);
@@ -141,7 +141,12 @@ int cp_pages_claim(cp_pool_t *pool, cp_block_t *b, size_t size, bool *mapped) {
     int rc = pool->be.map(pool->be.ctx, pool->device, seg->base + i * pool->page, (stop - i) * pool->page);
     /* Runs mapped before a failure stay mapped, under free bytes: counted
      * as reserved, and given back like any free page. */
-    if (rc != 0) return rc;
+    if (rc != 0) {
+      size_t left = 0;
+      for (size_t j = i; j < end; j++) left += !is_mapped(seg, j);
+      cp_budget_return(pool, left * pool->page);
+      return rc;
+    }
     mark(pool, seg, i, stop, true);
     pool->stats.num_device_alloc++;
     *mapped = true;

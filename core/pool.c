@@ -38,6 +38,8 @@ void cp_config_default(cp_config_t *cfg) {
       .reuse = CP_REUSE_DEFERRED,
       .expandable = false,
       .expandable_size = 0,
+      .arenas = 1,
+      .arena_move_after = 8,
   };
 }
 
@@ -50,7 +52,8 @@ static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 static bool config_valid(const cp_config_t *c) {
   return is_pow2(c->round) && is_pow2(c->segment_round) && c->small_max % c->round == 0 &&
          c->small_segment >= c->small_max && c->large_threshold <= c->large_segment &&
-         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 && c->segment_round >= c->round;
+         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 && c->segment_round >= c->round &&
+         c->arenas <= CP_ARENAS_MAX; /* 0 means 1 */
 }
 
 size_t cp_round_size(const cp_config_t *cfg, size_t size) {
@@ -67,10 +70,17 @@ size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size) {
   return (r + cfg->segment_round - 1) & ~(cfg->segment_round - 1);
 }
 
-int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp_backend_t *backend) {
-  if (!out || !cfg || !backend || !backend->alloc || !backend->free || !config_valid(cfg)) return EINVAL;
+/* One pool (the main pool when main is NULL, else an arena of it). */
+static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_t *backend, cp_pool_t *main) {
   cp_pool_t *pool = calloc(1, sizeof *pool);
-  if (!pool) return ENOMEM;
+  if (!pool) return NULL;
+  pool->main = main ? main : pool;
+  if (main)
+    pool->shared = main->shared;
+  else if (cp_shared_init(pool) != 0) {
+    free(pool);
+    return NULL;
+  }
   /* Threads that find the lock taken spin a little before sleeping: its
    * holders keep it for pointer work, and a futex sleep and wake per
    * handoff cost more than that work (glibc's adaptive mutex). */
@@ -112,17 +122,28 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   if (hash_oom) {
     pthread_cond_destroy(&pool->barrier_done);
     pthread_mutex_destroy(&pool->lock);
+    if (!main) cp_shared_fini(pool);
     free(pool);
-    return ENOMEM;
+    return NULL;
   }
+  return pool;
+}
+
+int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp_backend_t *backend) {
+  if (!out || !cfg || !backend || !backend->alloc || !backend->free || !config_valid(cfg)) return EINVAL;
+  cp_pool_t *pool = pool_new(device, cfg, backend, NULL);
+  if (!pool) return ENOMEM;
   *out = pool;
   return 0;
 }
 
+cp_pool_t *cp_arena_new(cp_pool_t *main) {
+  return pool_new(main->device, &main->cfg, &main->be, main);
+}
+
 static void free_keyed(cp_subpool_t *sp) { CP_HASH_FREE_ALL(sp->keyed, cp_keyed_t); }
 
-static void teardown(cp_pool_t *pool, bool give_back) {
-  if (!pool) return;
+static void teardown_one(cp_pool_t *pool, bool give_back) {
   cp_fronts_orphan(pool);
   /* Pages are unmapped only once the device is done with them. */
   if (give_back && pool->page) cp_complete_all(pool, true);
@@ -151,7 +172,15 @@ static void teardown(cp_pool_t *pool, bool give_back) {
   free(pool->fences);
   pthread_cond_destroy(&pool->barrier_done);
   pthread_mutex_destroy(&pool->lock);
+  if (pool->main == pool) cp_shared_fini(pool);
   free(pool);
+}
+
+/* The arenas first: the main pool holds what they share. */
+static void teardown(cp_pool_t *pool, bool give_back) {
+  if (!pool) return;
+  for (unsigned i = cp_arena_count(pool); i-- > 1;) teardown_one(cp_arena_at(pool, i), give_back);
+  teardown_one(pool, give_back);
 }
 
 void cp_pool_destroy(cp_pool_t *pool) { teardown(pool, true); }
@@ -165,11 +194,18 @@ void cp_pool_retire(cp_pool_t *pool) {
   /* A thread's exit still folds its cache into the pool (other threads may
    * be inside it: its caches stay), and the trim that may follow must not
    * cudaFree an address the new context may have handed out. */
-  pthread_mutex_lock(&pool->lock);
-  pool->be.free = gone_free;
-  pool->be.unmap = gone_free;
-  pool->be.unreserve = gone_free;
-  pthread_mutex_unlock(&pool->lock);
+  cp_shared_t *sh = pool->shared;
+  pthread_mutex_lock(&sh->arenas_lock);
+  sh->retired = true;
+  for (unsigned i = 0; i < cp_arena_count(pool); i++) {
+    cp_pool_t *a = cp_arena_at(pool, i);
+    pthread_mutex_lock(&a->lock);
+    a->be.free = gone_free;
+    a->be.unmap = gone_free;
+    a->be.unreserve = gone_free;
+    pthread_mutex_unlock(&a->lock);
+  }
+  pthread_mutex_unlock(&sh->arenas_lock);
 }
 
 cp_block_t *cp_block_new(cp_pool_t *pool) {
@@ -325,6 +361,15 @@ static bool over_limit(cp_pool_t *pool, size_t rsize) {
  * an expandable segment a fit whose pages are not all mapped is a new
  * segment in all but name: a barrier is asked for as when nothing fits.
  * Fences are polled only when nothing fits. */
+/* With arenas, a split that a barrier could spare does not wait for one
+ * another arena has in flight: the barrier covers this arena's frees too,
+ * and its next allocation finds them ready. Waiting made every arena's
+ * thread queue behind each barrier of the device (16 threads on the H200:
+ * docs/BENCHMARKS.md). */
+static bool other_barrier_in_flight(cp_pool_t *pool) {
+  return cp_arena_count(pool) > 1 && atomic_load_explicit(&pool->shared->barrier_in_flight, memory_order_relaxed);
+}
+
 static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
                                bool *immediate) {
   cp_block_t *b = pick_cached(pool, sp, rsize, stream, key, immediate);
@@ -337,7 +382,7 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
     size_t share = sp == &pool->small ? pool->cfg.split_barrier_share : 0;
     worth_a_barrier = should_split(&pool->cfg, b, rsize) &&
                       waiting >= pool->cfg.split_barrier_pending * cost &&
-                      (!share || sp->pending_bytes >= b->size / share);
+                      (!share || sp->pending_bytes >= b->size / share) && !other_barrier_in_flight(pool);
   }
   if (worth_a_barrier) {
     cp_barrier_t got;
@@ -373,14 +418,20 @@ static cp_block_t *obtain(cp_pool_t *pool, cp_subpool_t *sp, bool small, size_t 
   return claim_pages(pool, sp, b, rsize, *immediate, fresh, rc) ? b : NULL;
 }
 
-/* An allocation that cannot be served: counted and reported. */
-static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
+/* An allocation that cannot be served: counted and reported (unless the
+ * caller will try other arenas first: it calls cp_refused if they fail). */
+void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream) {
   pool->stats.num_ooms++;
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC_FAILED, 0, size, stream);
+}
+
+static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
+  if (!pool->refusal_deferred) cp_refused(pool, size, stream);
   return rc;
 }
 
 int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, cp_block_t **out) {
+  cp_arena_catch_up(pool);
   size_t rsize = cp_round_size(&pool->cfg, size);
   bool small = rsize && rsize <= pool->cfg.small_max;
   /* A limit lowered at run time may leave more reserved than it allows:
@@ -439,10 +490,11 @@ int cp_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintpt
   return rc;
 }
 
+/* With arenas each keeps its share of the cap. */
 static void trim_to_max_cached(cp_pool_t *pool) {
   if (pool->cfg.max_cached == CP_NO_LIMIT) return;
-  if ((size_t)pool->stats.cached_bytes.current > pool->cfg.max_cached)
-    cp_release_free_segments(pool, pool->cfg.max_cached);
+  size_t cap = pool->cfg.max_cached / cp_arena_count(pool);
+  if ((size_t)pool->stats.cached_bytes.current > cap) cp_release_free_segments(pool, cap);
 }
 
 /* After blocks went back: the derived stats, the cache cap, then unlock. */
@@ -471,7 +523,7 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
     if (counted) pool->stats.pending_bytes.current += (int64_t)b->size;
     /* Reusable at once, but its pages wait for the device like any free's
      * (unless the caller synchronised). */
-    if (!(flags & CP_FREE_DEVICE_IDLE)) b->free_seq = ++pool->free_seq;
+    if (!(flags & CP_FREE_DEVICE_IDLE)) b->free_seq = cp_seq_next(pool);
     cp_make_ready(pool, b);
     if (counted) pool->stats.pending_bytes.current -= (int64_t)b->size;
   } else {
@@ -502,14 +554,27 @@ int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream
   return rc;
 }
 
-int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags) {
-  pthread_mutex_lock(&pool->lock);
-  return cp_free_and_unlock(pool, addr, NULL, key, flags);
+/* A block belongs to the arena one of whose segments holds it: the others
+ * answer ENOENT and leave everything as it was. */
+#define EACH_ARENA_UNTIL_FOUND(main, rc, call)                         \
+  for (unsigned i_ = 0, n_ = cp_arena_count(main); i_ < n_; i_++) { \
+    cp_pool_t *pool = cp_arena_at(main, i_);                          \
+    rc = (call);                                                      \
+    if (rc != ENOENT) break;                                          \
+  }
+
+int cp_free(cp_pool_t *main, uintptr_t addr, uint64_t key, unsigned flags) {
+  int rc = ENOENT;
+  EACH_ARENA_UNTIL_FOUND(main, rc, (pthread_mutex_lock(&pool->lock),
+                                    cp_free_and_unlock(pool, addr, NULL, key, flags)))
+  return rc;
 }
 
-int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
-  pthread_mutex_lock(&pool->lock);
-  return cp_free_and_unlock(pool, addr, &stream, key, flags);
+int cp_free_on_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
+  int rc = ENOENT;
+  EACH_ARENA_UNTIL_FOUND(main, rc, (pthread_mutex_lock(&pool->lock),
+                                    cp_free_and_unlock(pool, addr, &stream, key, flags)))
+  return rc;
 }
 
 /* The live block at addr: ACTIVE and not free in a thread cache. */
@@ -518,7 +583,7 @@ static cp_block_t *find_live(cp_pool_t *pool, uintptr_t addr) {
   return b && b->lent && cp_front_holds_freed(b) ? NULL : b;
 }
 
-size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
+static size_t block_size_one(cp_pool_t *pool, uintptr_t addr) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_live(pool, addr);
   size_t size = b ? b->size : 0;
@@ -526,7 +591,14 @@ size_t cp_block_size(cp_pool_t *pool, uintptr_t addr) {
   return size;
 }
 
-int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
+size_t cp_block_size(cp_pool_t *main, uintptr_t addr) {
+  size_t size = 0;
+  for (unsigned i = 0, n = cp_arena_count(main); i < n && !size; i++)
+    size = block_size_one(cp_arena_at(main, i), addr);
+  return size;
+}
+
+static int block_find_one(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   pthread_mutex_lock(&pool->lock);
   cp_segment_t *seg = cp_segment_containing(pool, addr);
   cp_block_t *b = seg ? seg->first : NULL;
@@ -545,7 +617,13 @@ int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out) {
   return rc;
 }
 
-int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
+int cp_block_find(cp_pool_t *main, uintptr_t addr, cp_block_info_t *out) {
+  int rc = ENOENT;
+  EACH_ARENA_UNTIL_FOUND(main, rc, block_find_one(pool, addr, out))
+  return rc;
+}
+
+static int record_stream_one(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = find_active(pool, addr);
   /* Used on another stream: never reused by key, so no thread cache keeps it. */
@@ -570,27 +648,44 @@ int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   return rc;
 }
 
-uint64_t cp_sync_mark(cp_pool_t *pool) {
-  pthread_mutex_lock(&pool->lock);
-  /* What thread caches hold was freed before the mark: the sync covers it. */
-  cp_fronts_flush_all(pool);
-  uint64_t mark = pool->free_seq;
-  pthread_mutex_unlock(&pool->lock);
-  return mark;
+int cp_record_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream) {
+  int rc = ENOENT;
+  EACH_ARENA_UNTIL_FOUND(main, rc, record_stream_one(pool, addr, stream))
+  return rc;
 }
 
-void cp_sync_device(cp_pool_t *pool, uint64_t mark) {
+uint64_t cp_sync_mark(cp_pool_t *main) {
+  /* What thread caches hold was freed before the mark: the sync covers it. */
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+    cp_pool_t *pool = cp_arena_at(main, i);
+    pthread_mutex_lock(&pool->lock);
+    cp_fronts_flush_all(pool);
+    pthread_mutex_unlock(&pool->lock);
+  }
+  return cp_seq_now(main);
+}
+
+/* Counted once, by the main pool. */
+static void count_sync(cp_pool_t *pool) {
+  if (pool->main == pool) pool->stats.num_sync_points++;
+}
+
+static void sync_device_one(cp_pool_t *pool, uint64_t mark) {
   pthread_mutex_lock(&pool->lock);
-  pool->stats.num_sync_points++;
+  count_sync(pool);
   cp_complete_upto(pool, mark);
   cp_retire_fences_upto(pool, mark);
   if (mark > pool->completed_seq) pool->completed_seq = mark;
   cp_settle_and_unlock(pool);
 }
 
-void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
+void cp_sync_device(cp_pool_t *main, uint64_t mark) {
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) sync_device_one(cp_arena_at(main, i), mark);
+}
+
+static void sync_stream_one(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
-  pool->stats.num_sync_points++;
+  count_sync(pool);
   cp_block_t *b = pool->fifo_head;
   while (b && b->free_seq <= mark) {
     cp_block_t *next = b->fifo_next;
@@ -604,6 +699,10 @@ void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
   cp_settle_and_unlock(pool);
 }
 
+void cp_sync_stream(cp_pool_t *main, uint64_t mark, uint64_t stream) {
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) sync_stream_one(cp_arena_at(main, i), mark, stream);
+}
+
 void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {
   if (!legacy)
     cp_sync_stream(pool, mark, stream);
@@ -611,13 +710,19 @@ void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool lega
     cp_sync_device(pool, mark);
 }
 
-void cp_pool_set_observer(cp_pool_t *pool, cp_observer_fn *fn, void *ctx) {
-  pthread_mutex_lock(&pool->lock);
-  cp_fronts_flush_all(pool);
-  pool->observer = fn;
-  pool->observer_ctx = ctx;
-  cp_fronts_update_on(pool);
-  pthread_mutex_unlock(&pool->lock);
+/* The arenas' settings change together, with no arena made meanwhile. */
+void cp_pool_set_observer(cp_pool_t *main, cp_observer_fn *fn, void *ctx) {
+  pthread_mutex_lock(&main->shared->arenas_lock);
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+    cp_pool_t *pool = cp_arena_at(main, i);
+    pthread_mutex_lock(&pool->lock);
+    cp_fronts_flush_all(pool);
+    pool->observer = fn;
+    pool->observer_ctx = ctx;
+    cp_fronts_update_on(pool);
+    pthread_mutex_unlock(&pool->lock);
+  }
+  pthread_mutex_unlock(&main->shared->arenas_lock);
 }
 
 /* Every pending block made ready (by a barrier, else by waiting for the
@@ -629,7 +734,7 @@ static size_t empty_cache_locked(cp_pool_t *pool) {
   return cp_release_free_segments(pool, 0);
 }
 
-size_t cp_empty_cache(cp_pool_t *pool) {
+size_t cp_empty_cache_one(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
   cp_fronts_flush_all(pool);
   size_t released = empty_cache_locked(pool);
@@ -637,21 +742,50 @@ size_t cp_empty_cache(cp_pool_t *pool) {
   return released;
 }
 
-size_t cp_trim(cp_pool_t *pool, size_t target_cached) {
-  pthread_mutex_lock(&pool->lock);
-  cp_fronts_flush_all(pool);
-  size_t released = cp_release_free_segments(pool, target_cached);
-  pthread_mutex_unlock(&pool->lock);
+size_t cp_empty_cache(cp_pool_t *main) {
+  size_t released = 0;
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) released += cp_empty_cache_one(cp_arena_at(main, i));
   return released;
 }
 
-void cp_set_limit(cp_pool_t *pool, size_t limit) {
+static size_t cached_of(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
   cp_fronts_flush_all(pool);
-  pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
-  if (pool->cfg.limit != CP_NO_LIMIT && (size_t)pool->stats.reserved_bytes.current > pool->cfg.limit)
-    empty_cache_locked(pool);
+  size_t cached = (size_t)pool->stats.cached_bytes.current;
   pthread_mutex_unlock(&pool->lock);
+  return cached;
+}
+
+/* Newest arena first (the main pool's cache is the one a program without
+ * contention has), each down to what leaves the total at the target. */
+size_t cp_trim(cp_pool_t *main, size_t target_cached) {
+  size_t total = 0, released = 0;
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) total += cached_of(cp_arena_at(main, i));
+  for (unsigned i = cp_arena_count(main); i-- > 0;) {
+    cp_pool_t *pool = cp_arena_at(main, i);
+    if (total <= target_cached) break;
+    pthread_mutex_lock(&pool->lock);
+    cp_fronts_flush_all(pool);
+    size_t mine = (size_t)pool->stats.cached_bytes.current, over = total - target_cached;
+    size_t got = cp_release_free_segments(pool, mine > over ? mine - over : 0);
+    pthread_mutex_unlock(&pool->lock);
+    released += got;
+    total -= got < total ? got : total;
+  }
+  return released;
+}
+
+void cp_set_limit(cp_pool_t *main, size_t limit) {
+  pthread_mutex_lock(&main->shared->arenas_lock);
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+    cp_pool_t *pool = cp_arena_at(main, i);
+    pthread_mutex_lock(&pool->lock);
+    cp_fronts_flush_all(pool);
+    pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
+    pthread_mutex_unlock(&pool->lock);
+  }
+  if (limit && cp_budget_reserved(main) > limit) for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) cp_empty_cache_one(cp_arena_at(main, i));
+  pthread_mutex_unlock(&main->shared->arenas_lock);
 }
 
 void cp_get_config(cp_pool_t *pool, cp_config_t *out) {

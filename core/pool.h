@@ -64,6 +64,12 @@ typedef struct cp_config {
    * cannot (cp_get_config then says false). */
   bool expandable;
   size_t expandable_size; /* 0: 64 GiB */
+  /* Arenas (arena.c): at most this many pools of the device (1: one, no
+   * arenas), to which threads move whose allocations keep finding the
+   * lock taken: arena_move_after contended allocations more than
+   * uncontended ones. Only through cp_front_alloc. */
+  unsigned arenas;
+  unsigned arena_move_after;
 } cp_config_t;
 
 /* Where the stream tag of a block comes from: any uint64_t the caller likes;

@@ -32,6 +32,8 @@ static inline unsigned cp_hash_words(const void *key, size_t len) {
 #include "bins.h"
 #include "pool.h"
 
+typedef struct cp_shared cp_shared_t;
+
 /* Pending blocks that one (stream, key) may reuse at once. */
 typedef struct cp_keyed {
   struct {
@@ -54,6 +56,34 @@ typedef struct cp_fence_rec {
   cp_fence_t fence;
   uint64_t covers; /* completes every block with free_seq <= covers */
 } cp_fence_rec_t;
+
+/* What the arenas of one device share (arena.c); owned by the main pool.
+ * The atomics live on their own cache lines: every arena writes them. */
+#define CP_ARENAS_MAX 64
+typedef struct cp_shared {
+  /* The free order of every arena: a pending block's free_seq comes from
+   * here, so one mark (a sync, a barrier) says which frees of every arena
+   * it covers. */
+  _Alignas(64) _Atomic uint64_t seq;
+  /* The newest seq a completed barrier of any arena covered. */
+  _Alignas(64) _Atomic uint64_t covered_all;
+  /* One barrier in flight on the device at a time (reuse.c): an arena that
+   * needs one meanwhile waits for it, and issues the next only if it did
+   * not cover its frees. Barriers reach every stream: issued one after
+   * another by each arena, they queued behind each other in the driver. */
+  pthread_mutex_t barrier_lock;
+  pthread_cond_t barrier_done;
+  atomic_bool barrier_in_flight; /* written under barrier_lock */
+  unsigned barrier_waiters; /* under barrier_lock: arenas waiting for it (tests read it) */
+  /* Bytes reserved by every arena, claimed before the backend call so that
+   * arenas growing at once stay under the limit together. */
+  _Alignas(64) _Atomic size_t reserved;
+  _Atomic size_t reserved_peak;
+  _Alignas(64) pthread_mutex_t arenas_lock; /* making arenas; the config of all */
+  _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
+  cp_pool_t *arenas[CP_ARENAS_MAX];
+  bool retired; /* no new arenas after cp_pool_retire */
+} cp_shared_t;
 
 struct cp_pool {
   pthread_mutex_t lock;
@@ -89,6 +119,12 @@ struct cp_pool {
   atomic_bool front_on; /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
+  /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
+   * and the arenas its threads moved to when its lock was contended. */
+  cp_pool_t *main;
+  bool refusal_deferred;    /* cp_alloc_locked leaves a refusal to its caller (front.c) */
+  uint64_t covered_applied; /* the newest covered_all this arena has applied */
+  cp_shared_t *shared;      /* main's, for every arena */
 };
 
 /* block structs */
@@ -156,6 +192,8 @@ int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key,
 int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags);
 void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned flags, bool counted);
 void cp_settle_and_unlock(cp_pool_t *pool);
+/* An allocation refused: counted, and reported to the observer. */
+void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream);
 /* cp_free_locked, then the lock released (settled first if the block went back). */
 int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
                        unsigned flags);
@@ -179,6 +217,44 @@ size_t cp_fronts_held(cp_pool_t *pool);
 void cp_fronts_update_on(cp_pool_t *pool);
 /* The pool goes away: its caches are left to their threads, empty. */
 void cp_fronts_orphan(cp_pool_t *pool);
+
+/* arenas (arena.c) */
+/* The next pending block's place in the free order of every arena. */
+static inline uint64_t cp_seq_next(cp_pool_t *pool) {
+  return pool->free_seq = atomic_fetch_add_explicit(&pool->shared->seq, 1, memory_order_acq_rel) + 1;
+}
+/* Every free of every arena so far is at or before this. */
+static inline uint64_t cp_seq_now(cp_pool_t *pool) {
+  return atomic_load_explicit(&pool->shared->seq, memory_order_acquire);
+}
+static inline unsigned cp_arena_count(const cp_pool_t *pool) {
+  return atomic_load_explicit(&pool->shared->n_arenas, memory_order_acquire);
+}
+static inline cp_pool_t *cp_arena_at(const cp_pool_t *pool, unsigned i) { return pool->shared->arenas[i]; }
+/* Claim `bytes` of reserved memory for this arena's next backend call:
+ * false when that would pass the limit. cp_budget_return gives bytes back
+ * (a failed call, a released segment, unmapped pages). */
+bool cp_budget_claim(cp_pool_t *pool, size_t bytes);
+void cp_budget_return(cp_pool_t *pool, size_t bytes);
+/* Bytes every arena has reserved (claims included). */
+size_t cp_budget_reserved(const cp_pool_t *pool);
+/* Pool lock held: what other arenas' barriers made ready here, made ready. */
+void cp_arena_catch_up(cp_pool_t *pool);
+/* A barrier covered every free of every arena up to mark: they learn it. */
+void cp_arena_publish_barrier(cp_pool_t *pool, uint64_t mark);
+int cp_shared_init(cp_pool_t *pool);
+void cp_shared_fini(cp_pool_t *pool);
+/* A new arena of main (pool.c), or NULL. */
+cp_pool_t *cp_arena_new(cp_pool_t *main);
+/* The calling thread's arena of main. */
+cp_pool_t *cp_arena_home(cp_pool_t *main);
+/* Lock the thread's arena `pool` of main, or, when it keeps finding that
+ * lock taken, another (the thread moves): returns the arena locked. */
+cp_pool_t *cp_arena_lock(cp_pool_t *main, cp_pool_t *pool);
+/* Empty every arena but `except` (the out-of-memory path): bytes released. */
+size_t cp_arenas_reclaim(cp_pool_t *main, cp_pool_t *except);
+/* cp_empty_cache of one arena (pool.c). */
+size_t cp_empty_cache_one(cp_pool_t *pool);
 
 /* stats (stats.c) */
 void cp_stat_add(cudapool_gauge_t *g, int64_t delta);

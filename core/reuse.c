@@ -159,7 +159,7 @@ void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
   cp_keyed_t *k = key ? keyed_get(subpool_of_block(pool, b), b->stream, key, true) : NULL;
   if (k) b = coalesce_for_key(pool, b, k);
   b->state = CP_BLOCK_PENDING;
-  b->free_seq = ++pool->free_seq;
+  b->free_seq = cp_seq_next(pool);
   fifo_insert_after(pool, pool->fifo_tail, b);
   keyed_insert(k, b);
   pending_account(pool, b, +1);
@@ -227,6 +227,36 @@ void cp_drop_fences(cp_pool_t *pool, bool release) {
  * all pending (keys off: a program that created streams) each issued their
  * own, and one that lost the race for the blocks a barrier freed grew a new
  * segment: two threads cycling one 20 MiB block each held 20 segments. */
+/* The device-wide half of a barrier, the pool lock released: waits while
+ * another arena's barrier is in flight; returns true when one covered every
+ * free up to `want`, else issues one itself (*rc, *mark: what it covered). */
+static bool device_barrier(cp_pool_t *pool, uint64_t want, int *rc, uint64_t *mark) {
+  cp_shared_t *sh = pool->shared;
+  pthread_mutex_lock(&sh->barrier_lock);
+  for (;;) {
+    if (atomic_load_explicit(&sh->covered_all, memory_order_acquire) >= want) {
+      pthread_mutex_unlock(&sh->barrier_lock);
+      return true;
+    }
+    if (!sh->barrier_in_flight) break;
+    sh->barrier_waiters++;
+    pthread_cond_wait(&sh->barrier_done, &sh->barrier_lock);
+    sh->barrier_waiters--;
+  }
+  sh->barrier_in_flight = true;
+  /* Every arena's frees so far, not only this one's: the barrier covers
+   * them all (it orders all past work on every stream). */
+  *mark = cp_seq_now(pool);
+  pthread_mutex_unlock(&sh->barrier_lock);
+  *rc = pool->be.barrier(pool->be.ctx, pool->device);
+  pthread_mutex_lock(&sh->barrier_lock);
+  sh->barrier_in_flight = false;
+  if (*rc == 0) cp_arena_publish_barrier(pool, *mark);
+  pthread_cond_broadcast(&sh->barrier_done);
+  pthread_mutex_unlock(&sh->barrier_lock);
+  return false;
+}
+
 cp_barrier_t cp_try_barrier(cp_pool_t *pool) {
   if (!pool->be.barrier) return CP_BARRIER_NONE;
   /* With an observer (a trace) the barrier keeps the lock: a free by
@@ -234,26 +264,38 @@ cp_barrier_t cp_try_barrier(cp_pool_t *pool) {
    * the trace does not record, and its replay must take the same decisions. */
   bool unlock = !pool->observer;
   uint64_t want = pool->free_seq;
+  /* Another arena's barrier may already cover every free here. */
+  cp_arena_catch_up(pool);
+  if (want && pool->covered_applied >= want) return CP_BARRIER_SHARED;
   while (unlock && pool->barrier_in_flight) {
     pool->barrier_waiters++;
     pthread_cond_wait(&pool->barrier_done, &pool->lock);
     pool->barrier_waiters--;
     if (pool->barrier_covered >= want) return CP_BARRIER_SHARED;
   }
-  uint64_t mark = pool->free_seq;
+  int rc = -1;
+  uint64_t mark = 0;
+  bool covered = false;
   if (unlock) {
     pool->barrier_in_flight = true;
     pthread_mutex_unlock(&pool->lock);
-  }
-  int rc = pool->be.barrier(pool->be.ctx, pool->device);
-  if (unlock) {
+    covered = device_barrier(pool, want, &rc, &mark);
     pthread_mutex_lock(&pool->lock);
     pool->barrier_in_flight = false;
     pthread_cond_broadcast(&pool->barrier_done);
+  } else {
+    mark = cp_seq_now(pool);
+    rc = pool->be.barrier(pool->be.ctx, pool->device);
+    if (rc == 0) cp_arena_publish_barrier(pool, mark);
+  }
+  if (covered) {
+    cp_arena_catch_up(pool);
+    return CP_BARRIER_SHARED;
   }
   if (rc != 0) return CP_BARRIER_NONE;
   pool->stats.num_barriers++;
   if (pool->barrier_covered < mark) pool->barrier_covered = mark;
+  if (pool->covered_applied < mark) pool->covered_applied = mark;
   cp_complete_upto(pool, mark);
   /* A barrier orders, it does not complete: expandable segments keep the
    * fences, which say when pages may be unmapped. */

@@ -30,15 +30,13 @@ cp_segment_t *cp_segment_containing(cp_pool_t *pool, uintptr_t addr) {
   return s && addr - s->base < s->size ? s : NULL;
 }
 
-/* The segment size for a request of rsize bytes under the limit: the
- * standard size, else the request's own size when only that fits, else 0. */
-static size_t size_under_limit(const cp_pool_t *pool, size_t rsize) {
+/* The segment size for a request of rsize bytes under the limit, claimed
+ * (arena.c): the standard size, else the request's own size when only that
+ * fits, else 0. */
+static size_t claim_under_limit(cp_pool_t *pool, size_t rsize) {
   size_t seg = cp_driver_alloc_size(&pool->cfg, rsize);
-  if (pool->cfg.limit == CP_NO_LIMIT) return seg;
-  size_t reserved = (size_t)pool->stats.reserved_bytes.current;
-  size_t room = pool->cfg.limit > reserved ? pool->cfg.limit - reserved : 0;
-  if (seg <= room) return seg;
-  return rsize <= room ? rsize : 0;
+  if (seg && cp_budget_claim(pool, seg)) return seg;
+  return rsize < seg && cp_budget_claim(pool, rsize) ? rsize : 0;
 }
 
 /* A virtual range for the large pool: nothing mapped, nothing reserved yet. */
@@ -64,7 +62,7 @@ void cp_segment_unreserve(cp_pool_t *pool, cp_segment_t *seg) {
 
 int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out) {
   bool expandable = !small && pool->page;
-  size_t size = expandable ? 0 : size_under_limit(pool, rsize);
+  size_t size = expandable ? 0 : claim_under_limit(pool, rsize);
   uint64_t *mapped = NULL;
   uintptr_t base;
   int rc;
@@ -75,9 +73,11 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
     rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
     if (rc != 0 && size > rsize) {
       /* The standard segment may not fit where the request itself does. */
+      cp_budget_return(pool, size - rsize);
       size = rsize;
       rc = pool->be.alloc(pool->be.ctx, pool->device, size, &base);
     }
+    if (rc != 0) cp_budget_return(pool, size);
   }
   if (rc != 0) return rc;
   cp_segment_t *seg = calloc(1, sizeof *seg);
@@ -89,6 +89,7 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
       free(mapped);
     } else {
       pool->be.free(pool->be.ctx, pool->device, base, size);
+      cp_budget_return(pool, size);
     }
     return ENOMEM;
   }
@@ -121,6 +122,7 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   } else {
     pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
     cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
+    cp_budget_return(pool, seg->size);
     pool->stats.num_device_free++;
   }
   cp_stat_add(&pool->stats.segments, -1);

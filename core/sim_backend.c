@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -26,6 +27,7 @@ void cp_sim_init(cp_sim_t *sim, size_t capacity) {
   sim->rng = 0x9e3779b97f4a7c15ull;
   sim->barrier_enabled = true;
   sim->fence_enabled = true;
+  pthread_mutex_init(&sim->lock, NULL);
   sim->holes = calloc(1, sizeof *sim->holes);
   if (sim->holes) *sim->holes = (cp_sim_range_t){.addr = SIM_BASE, .size = (size_t)1 << 46};
 }
@@ -35,6 +37,7 @@ void cp_sim_fini(cp_sim_t *sim) {
   CP_HASH_FREE_ALL(sim->reservations, cp_sim_range_t);
   CP_HASH_FREE_ALL(sim->pages, cp_sim_range_t);
   CP_LIST_FREE_ALL(sim->holes);
+  pthread_mutex_destroy(&sim->lock);
 }
 
 size_t cp_sim_live_count(const cp_sim_t *sim) { return HASH_COUNT(sim->live); }
@@ -94,7 +97,7 @@ static bool take_given(cp_sim_t *sim, size_t size, size_t need) {
   return true;
 }
 
-static int sim_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
+static int sim_alloc_unlocked(void *ctx, int device, size_t size, uintptr_t *out) {
   (void)device;
   cp_sim_t *sim = ctx;
   size_t need = (size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
@@ -171,7 +174,7 @@ static void range_release(cp_sim_t *sim, cp_sim_range_t **set, cp_sim_range_t *r
   add_hole(sim, addr, size);
 }
 
-static void sim_free(void *ctx, int device, uintptr_t addr, size_t size) {
+static void sim_free_unlocked(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
   size_t need = (size + SIM_ALIGN - 1) & ~(size_t)(SIM_ALIGN - 1);
@@ -203,7 +206,7 @@ static unsigned sim_barrier_cost(void *ctx, int device) {
   return sim->barrier_cost ? sim->barrier_cost : 1;
 }
 
-static int sim_fence_record(void *ctx, int device, cp_fence_t *out) {
+static int sim_fence_record_unlocked(void *ctx, int device, cp_fence_t *out) {
   (void)device;
   cp_sim_t *sim = ctx;
   if (!sim->fence_enabled) return -1;
@@ -213,14 +216,14 @@ static int sim_fence_record(void *ctx, int device, cp_fence_t *out) {
   return 0;
 }
 
-static int sim_fence_query(void *ctx, int device, cp_fence_t fence) {
+static int sim_fence_query_unlocked(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   cp_sim_t *sim = ctx;
   sim->fence_queries++;
   return (uint64_t)(uintptr_t)fence <= sim->fences_completed;
 }
 
-static int sim_fence_wait(void *ctx, int device, cp_fence_t fence) {
+static int sim_fence_wait_unlocked(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   cp_sim_t *sim = ctx;
   uint64_t id = (uint64_t)(uintptr_t)fence;
@@ -229,7 +232,7 @@ static int sim_fence_wait(void *ctx, int device, cp_fence_t fence) {
   return 0;
 }
 
-static void sim_fence_release(void *ctx, int device, cp_fence_t fence) {
+static void sim_fence_release_unlocked(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   (void)fence;
   ((cp_sim_t *)ctx)->fences_released++;
@@ -242,7 +245,7 @@ static size_t sim_page_size(void *ctx, int device) {
   return ((cp_sim_t *)ctx)->vmm_page;
 }
 
-static int sim_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
+static int sim_reserve_unlocked(void *ctx, int device, size_t size, uintptr_t *out) {
   (void)device;
   cp_sim_t *sim = ctx;
   uintptr_t align = sim->vmm_page, at = 0;
@@ -280,7 +283,7 @@ static bool pages_valid(cp_sim_t *sim, uintptr_t addr, size_t size, bool mapped)
   return valid;
 }
 
-static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
+static int sim_map_unlocked(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
   if (!pages_valid(sim, addr, size, false)) return EIO;
@@ -303,7 +306,7 @@ static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
   return 0;
 }
 
-static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
+static void sim_unmap_unlocked(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
   if (!pages_valid(sim, addr, size, true)) return;
@@ -318,7 +321,7 @@ static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
   sim->pages_unmapped += size / sim->vmm_page;
 }
 
-static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
+static void sim_unreserve_unlocked(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   cp_sim_t *sim = ctx;
   cp_sim_range_t *r = range_at(sim->reservations, addr);
@@ -333,8 +336,78 @@ static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
   range_release(sim, &sim->reservations, r);
 }
 
+/* ---- the table: each entry under the device's lock (arenas call it at once) ---- */
+
+static int sim_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  int rc = sim_alloc_unlocked(ctx, device, size, out);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+  return rc;
+}
+
+static void sim_free(void *ctx, int device, uintptr_t addr, size_t size) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  sim_free_unlocked(ctx, device, addr, size);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+}
+
+static int sim_fence_record(void *ctx, int device, cp_fence_t *out) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  int rc = sim_fence_record_unlocked(ctx, device, out);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+  return rc;
+}
+
+static int sim_fence_query(void *ctx, int device, cp_fence_t fence) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  int rc = sim_fence_query_unlocked(ctx, device, fence);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+  return rc;
+}
+
+static int sim_fence_wait(void *ctx, int device, cp_fence_t fence) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  int rc = sim_fence_wait_unlocked(ctx, device, fence);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+  return rc;
+}
+
+static void sim_fence_release(void *ctx, int device, cp_fence_t fence) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  sim_fence_release_unlocked(ctx, device, fence);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+}
+
+static int sim_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  int rc = sim_reserve_unlocked(ctx, device, size, out);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+  return rc;
+}
+
+static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  int rc = sim_map_unlocked(ctx, device, addr, size);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+  return rc;
+}
+
+static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  sim_unmap_unlocked(ctx, device, addr, size);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+}
+
+static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
+  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
+  sim_unreserve_unlocked(ctx, device, addr, size);
+  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
+}
+
 void cp_sim_complete_fences(cp_sim_t *sim, uint64_t upto) {
+  pthread_mutex_lock(&sim->lock);
   if (upto > sim->fences_completed) sim->fences_completed = upto;
+  pthread_mutex_unlock(&sim->lock);
 }
 
 cp_backend_t cp_sim_backend(cp_sim_t *sim) {

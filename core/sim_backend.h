@@ -18,10 +18,12 @@
  * page outside a reservation, in `bad_maps` (pool bugs), and otherwise
  * ignored.
  *
- * Not thread-safe by itself: the pool calls it with the pool lock held. */
+ * The table's entries take the device's own lock (the arenas of one pool
+ * call it at once); a test reads and sets its fields between calls. */
 #ifndef CUDAPOOL_CORE_SIM_BACKEND_H
 #define CUDAPOOL_CORE_SIM_BACKEND_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +68,7 @@ typedef struct cp_sim {
   cp_sim_range_t *holes;        /* sorted list of free ranges */
   cp_sim_range_t *reservations; /* uthash by address */
   cp_sim_range_t *pages;        /* uthash by address: mapped pages */
+  pthread_mutex_t lock;
 } cp_sim_t;
 
 /* A device of `capacity` bytes; barrier and fences enabled, fences manual. */

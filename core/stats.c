@@ -25,24 +25,55 @@ static size_t largest_ready(cp_pool_t *pool) {
   return x > y ? x : y;
 }
 
-void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out) {
+static void stats_one(cp_pool_t *pool, cudapool_stats_t *out) {
   pthread_mutex_lock(&pool->lock);
   cp_fronts_flush_all(pool);
   *out = pool->stats;
-  out->size = sizeof *out;
-  out->version = CUDAPOOL_STATS_VERSION;
-  out->device = pool->device;
   out->blocks = pool->block_count;
   out->free_blocks = pool->free_block_count;
   out->largest_free_block = largest_ready(pool);
   pthread_mutex_unlock(&pool->lock);
 }
 
-void cp_reset_peak(cp_pool_t *pool) {
-  pthread_mutex_lock(&pool->lock);
-  cp_fronts_fold_all(pool);
+/* With arenas: their sums, the largest of their largest free blocks, the
+ * reserved peak of them all (shared), and every other peak the sum of
+ * theirs (an upper bound: they need not have peaked at once). */
+void cp_get_stats(cp_pool_t *main, cudapool_stats_t *out) {
+  stats_one(main, out);
+  unsigned n = cp_arena_count(main);
+  for (unsigned i = 1; i < n; i++) {
+    cudapool_stats_t a;
+    stats_one(cp_arena_at(main, i), &a);
+#define ADD_GAUGE(name, desc) \
+  out->name.current += a.name.current; \
+  out->name.peak += a.name.peak;
+    CUDAPOOL_GAUGES(ADD_GAUGE)
+#undef ADD_GAUGE
+#define ADD_COUNTER(name, desc) out->name += a.name;
+    CUDAPOOL_COUNTERS(ADD_COUNTER)
+#undef ADD_COUNTER
+    out->blocks += a.blocks;
+    out->free_blocks += a.free_blocks;
+    if (a.largest_free_block > out->largest_free_block) out->largest_free_block = a.largest_free_block;
+  }
+  if (n > 1) {
+    int64_t peak = (int64_t)atomic_load(&main->shared->reserved_peak);
+    out->reserved_bytes.peak = peak > out->reserved_bytes.current ? peak : out->reserved_bytes.current;
+  }
+  out->size = sizeof *out;
+  out->version = CUDAPOOL_STATS_VERSION;
+  out->device = main->device;
+}
+
+void cp_reset_peak(cp_pool_t *main) {
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+    cp_pool_t *pool = cp_arena_at(main, i);
+    pthread_mutex_lock(&pool->lock);
+    cp_fronts_fold_all(pool);
 #define RESET_PEAK(name, desc) pool->stats.name.peak = pool->stats.name.current;
-  CUDAPOOL_GAUGES(RESET_PEAK)
+    CUDAPOOL_GAUGES(RESET_PEAK)
 #undef RESET_PEAK
-  pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+  }
+  atomic_store(&main->shared->reserved_peak, cp_budget_reserved(main));
 }

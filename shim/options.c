@@ -30,6 +30,7 @@ typedef enum cp_opt_kind {
   CP_OPT_BOOL,     /* bool */
   CP_OPT_STATS,    /* char[CP_OPTION_PATH_MAX]: "", "stderr" or a path */
   CP_OPT_TRACE,    /* char[CP_OPTION_PATH_MAX]: "" or a path */
+  CP_OPT_COUNT,    /* unsigned, 1..CP_OPTION_COUNT_MAX */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -101,6 +102,10 @@ static const cp_option_desc_t cp_option_table[] = {
      DEFAULT_IS("the device's granularity, 2 MiB on the H200"), SIZE_FORM,
      "with CUDAPOOL_EXPANDABLE=1: the unit of device memory mapped and unmapped (rounded up to a power of "
      "two and the granularity); 0 = the granularity"},
+    {"CUDAPOOL_ARENAS", CP_OPT_COUNT, offsetof(cp_options_t, arenas), "8", DEFAULT_IS("8"),
+     "a whole number from 1 to 64",
+     "most pools per device that threads move to when they keep finding the pool's lock taken; 1 = one "
+     "pool"},
     {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
      "1/true/on/yes or 0/false/off/no",
      "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
@@ -111,7 +116,7 @@ static const cp_option_desc_t cp_option_table[] = {
 static const char *const kind_what[] = {
     [CP_OPT_SIZE_PCT] = "a size",     [CP_OPT_SIZE] = "a size",       [CP_OPT_MODE] = "a mode",
     [CP_OPT_FORMAT] = "a format",     [CP_OPT_LAYER] = "a layer",     [CP_OPT_BOOL] = "a boolean",
-    [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path",
+    [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path", [CP_OPT_COUNT] = "a count",
 };
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
@@ -155,6 +160,7 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
     case CP_OPT_BOOL: return cp_parse_bool(text, field);
     case CP_OPT_STATS: return parse_path(text, true, field);
     case CP_OPT_TRACE: return parse_path(text, false, field);
+    case CP_OPT_COUNT: return cp_parse_count(text, 1, CP_OPTION_COUNT_MAX, field);
   }
   return -1;
 }
@@ -249,6 +255,10 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
     case CP_OPT_BOOL: word = *(const bool *)field ? "1" : "0"; break;
     case CP_OPT_STATS:
     case CP_OPT_TRACE: word = ((const char *)field)[0] != '\0' ? field : "0"; break;
+    case CP_OPT_COUNT: {
+      int len = snprintf(buf, cap, "%u", *(const unsigned *)field);
+      return len > 0 && (size_t)len < cap ? 0 : -1;
+    }
   }
   if (d->kind == CP_OPT_SIZE_PCT || d->kind == CP_OPT_SIZE) return n == 0 ? -1 : 0;
   if (word == NULL || strlen(word) >= cap) return -1;

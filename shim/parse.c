@@ -100,6 +100,17 @@ static const char *scan_number(const char *s, const char *e, number_t *n) {
   return s;
 }
 
+int cp_parse_count(const char *text, unsigned lo, unsigned hi, unsigned *out) {
+  const char *s, *e;
+  number_t n;
+  if (text == NULL || out == NULL) return -1;
+  trim(text, &s, &e);
+  s = scan_number(s, e, &n);
+  if (s != e || n.overflow || n.point || n.ip < lo || n.ip > hi) return -1;
+  *out = (unsigned)n.ip;
+  return 0;
+}
+
 int cp_parse_size(const char *text, uint64_t *bytes) {
   const char *s, *e;
   number_t n;

@@ -75,6 +75,7 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
   if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
   cfg.expandable = cp_opts.expandable;
+  cfg.arenas = cp_opts.arenas;
   cfg.expandable_size = total; /* a range as large as the device: one is enough */
   cp_backend_t be = cp_cuda_backend(dev);
   cp_pool_t *pool = NULL;

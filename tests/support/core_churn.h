@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "pool.h"
+#include "pool_internal.h" /* the pool's lock, to make threads move arenas */
 #include "sim_backend.h"
 
 #define CHURN_THREADS 8
@@ -33,6 +33,7 @@ typedef struct churn {
   bool
       front; /* through the threads' front caches (cp_front_alloc/free), stats read and caches emptied meanwhile */
   bool unkeyed; /* every thread's key 0, as in a program that created streams */
+  bool arenas;  /* through the front caches, up to 4 arenas; odd threads start in new ones */
 } churn_t;
 
 static churn_t churn_state;
@@ -58,10 +59,22 @@ static void churn_free(uintptr_t p, uint64_t key) {
   CHURN_CHECK(rc == 0, "cp_free failed with %d", rc);
 }
 
+/* An allocation that finds the main pool's lock taken (by this thread):
+ * with arena_move_after 1 the thread moves to another arena at once. */
+static void churn_move_arena(int id) {
+  uintptr_t p;
+  pthread_mutex_lock(&churn_state.pool->lock);
+  int rc = cp_front_alloc(churn_state.pool, 512, (uint64_t)id, 0, &p);
+  pthread_mutex_unlock(&churn_state.pool->lock);
+  CHURN_CHECK(rc == 0, "cp_front_alloc in another arena failed with %d", rc);
+  CHURN_CHECK(cp_front_free(churn_state.pool, p, 0, 0) == 0, "free in another arena failed");
+}
+
 static void *churn_thread(void *arg) {
   int id = (int)(intptr_t)arg;
   uint64_t rng = 0x9e3779b9u * (uint64_t)(id + 1), key = churn_state.unkeyed ? 0 : (uint64_t)id + 1;
   uintptr_t live[16] = {0};
+  if (churn_state.arenas && id % 2) churn_move_arena(id);
   for (int i = 0; i < CHURN_OPS; i++) {
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
     int slot = (int)(rng % 16);
@@ -96,11 +109,16 @@ static void *churn_thread(void *arg) {
 
 /* Runs the churn on a fresh pool; returns the pool (the caller checks it
  * and calls churn_close). */
-static cp_pool_t *churn_run(bool front, bool unkeyed) {
-  churn_state.front = front;
+static cp_pool_t *churn_run_with(bool front, bool unkeyed, bool arenas) {
+  churn_state.front = front || arenas;
   churn_state.unkeyed = unkeyed;
+  churn_state.arenas = arenas;
   cp_config_t cfg;
   cp_config_default(&cfg);
+  if (arenas) {
+    cfg.arenas = 4;
+    cfg.arena_move_after = 1;
+  }
   cp_sim_init(&churn_state.sim, CHURN_SPACE);
   churn_state.be = cp_sim_backend(&churn_state.sim);
   int rc = cp_pool_create(&churn_state.pool, 0, &cfg, &churn_state.be);
@@ -114,6 +132,8 @@ static cp_pool_t *churn_run(bool front, bool unkeyed) {
   }
   return churn_state.pool;
 }
+
+static cp_pool_t *churn_run(bool front, bool unkeyed) { return churn_run_with(front, unkeyed, false); }
 
 /* What every churn must leave: nothing allocated, as many frees as
  * allocations, the pool's invariants whole. Returns its stats. */

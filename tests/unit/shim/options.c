@@ -67,6 +67,7 @@ static void assert_defaults(const cp_options_t *o) {
   cr_assert(eq(int, o->verbose, 0));
   cr_assert(eq(str, (char *)o->trace, ""));
   cr_assert(eq(int, o->layer, CP_LAYER_BOTH));
+  cr_assert(eq(u32, o->arenas, 8));
 }
 
 /* ---- sizes ------------------------------------------------------------- */
@@ -335,8 +336,10 @@ Test(options, every_option_read) {
   fake_set("CUDAPOOL_VERBOSE", "on");
   fake_set("CUDAPOOL_TRACE", "/tmp/trace.txt");
   fake_set("CUDAPOOL_LAYER", "driver");
+  fake_set("CUDAPOOL_ARENAS", " 16 ");
   load(&o, warned, sizeof warned);
   cr_assert(eq(str, warned, ""));
+  cr_assert(eq(u32, o.arenas, 16));
   cr_assert(eq(u64, o.limit.bytes, 8 * GiB));
   cr_assert(eq(dbl, o.limit.percent, 0.0));
   cr_assert(eq(dbl, o.max_cached.percent, 25.0));
@@ -393,6 +396,21 @@ struct warn_case {
 
 ParameterizedTestParameters(warnings, exact_text) {
   static struct warn_case cases[] = {
+      {"CUDAPOOL_ARENAS", "0",
+       "cudapool: warning: CUDAPOOL_ARENAS=\"0\" is not a count (accepted: a whole number from 1 to 64); "
+       "using the default (8)\n"},
+      {"CUDAPOOL_ARENAS", "65",
+       "cudapool: warning: CUDAPOOL_ARENAS=\"65\" is not a count (accepted: a whole number from 1 to 64); "
+       "using the default (8)\n"},
+      {"CUDAPOOL_ARENAS", "2.5",
+       "cudapool: warning: CUDAPOOL_ARENAS=\"2.5\" is not a count (accepted: a whole number from 1 to 64); "
+       "using the default (8)\n"},
+      {"CUDAPOOL_ARENAS", "-1",
+       "cudapool: warning: CUDAPOOL_ARENAS=\"-1\" is not a count (accepted: a whole number from 1 to 64); "
+       "using the default (8)\n"},
+      {"CUDAPOOL_ARENAS", "4k",
+       "cudapool: warning: CUDAPOOL_ARENAS=\"4k\" is not a count (accepted: a whole number from 1 to 64); "
+       "using the default (8)\n"},
       {"CUDAPOOL_MAX_CACHED", "150%",
        "cudapool: warning: CUDAPOOL_MAX_CACHED=\"150%\" is not a size (accepted: bytes with "
        "optional K/M/G/T suffix, or N% of device memory); using the default (no cap)\n"},

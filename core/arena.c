@@ -1,0 +1,203 @@
+/* arena.c: the arenas of a device's pool, and what they share.
+ *
+ * What it owns. A pool (the main pool, the one the program's calls name)
+ * may get up to cfg.arenas - 1 more pools of the same device, its arenas,
+ * each with its own lock, segments, bins and thread caches. A thread
+ * allocates from its home arena (the main pool until it moves); it moves
+ * when its allocations keep finding that arena's lock taken (glibc's malloc
+ * does the same with its arenas): its score goes up by one at a contended
+ * allocation, down by one at an uncontended one, and at arena_move_after it
+ * takes the first other arena whose lock is free, or makes a new one. A
+ * program whose threads take turns (PyTorch's forward and backward threads)
+ * never contends enough to make one, and keeps one pool: an arena's free
+ * blocks cannot serve another arena's threads, so arenas cost memory.
+ *
+ * What the arenas share (cp_shared_t, owned by the main pool):
+ *   - the free order: every pending block's free_seq comes from one
+ *     counter, so a mark (a synchronisation, a barrier) taken once says
+ *     which frees of every arena it covers;
+ *   - barriers: a barrier any arena issued covers every free of every arena
+ *     up to its mark (it orders all earlier work on every stream); the
+ *     others apply it at their next decision (cp_arena_catch_up);
+ *   - the limit: bytes are claimed from one reserved count before the
+ *     backend is called, so arenas growing at once never pass it together;
+ *     the out-of-memory path empties the other arenas before failing;
+ *   - the exact reserved peak (the other peaks, with arenas, are the sum of
+ *     the arenas' own: an upper bound).
+ *
+ * Invariants: shared->reserved = the arenas' reserved bytes + claims in
+ * flight; arenas are made under arenas_lock and never go before the main
+ * pool is destroyed; arenas[i] is written before n_arenas counts it.
+ * Locking: arenas_lock comes before any pool lock; a thread holds at most
+ * one arena's lock, except the main pool's fronts_lock order (front.c). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "pool_internal.h"
+
+#define TLS_HOMES 8 /* devices one thread remembers its arena for */
+
+typedef struct tls_home {
+  cp_pool_t *main;
+  uint64_t uid; /* the main pool's: tells a destroyed pool at the same address */
+  cp_pool_t *arena;
+  int score;
+} tls_home_t;
+
+static __thread __attribute__((tls_model("initial-exec"))) tls_home_t my_homes[TLS_HOMES];
+
+int cp_shared_init(cp_pool_t *pool) {
+  cp_shared_t *sh = calloc(1, sizeof *sh);
+  if (!sh) return ENOMEM;
+  pthread_mutex_init(&sh->arenas_lock, NULL);
+  pthread_mutex_init(&sh->barrier_lock, NULL);
+  pthread_cond_init(&sh->barrier_done, NULL);
+  sh->arenas[0] = pool;
+  atomic_store(&sh->n_arenas, 1);
+  pool->shared = sh;
+  return 0;
+}
+
+void cp_shared_fini(cp_pool_t *pool) {
+  pthread_mutex_destroy(&pool->shared->arenas_lock);
+  pthread_mutex_destroy(&pool->shared->barrier_lock);
+  pthread_cond_destroy(&pool->shared->barrier_done);
+  free(pool->shared);
+}
+
+/* ---- the limit ------------------------------------------------------------------ */
+
+bool cp_budget_claim(cp_pool_t *pool, size_t bytes) {
+  cp_shared_t *sh = pool->shared;
+  size_t limit = pool->cfg.limit;
+  size_t now = atomic_load_explicit(&sh->reserved, memory_order_relaxed);
+  do {
+    if (limit != CP_NO_LIMIT && (bytes > limit || now > limit - bytes)) return false;
+  } while (!atomic_compare_exchange_weak_explicit(&sh->reserved, &now, now + bytes, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  size_t peak = atomic_load_explicit(&sh->reserved_peak, memory_order_relaxed);
+  while (now + bytes > peak && !atomic_compare_exchange_weak_explicit(&sh->reserved_peak, &peak, now + bytes,
+                                                                      memory_order_relaxed, memory_order_relaxed)) {
+  }
+  return true;
+}
+
+void cp_budget_return(cp_pool_t *pool, size_t bytes) {
+  atomic_fetch_sub_explicit(&pool->shared->reserved, bytes, memory_order_relaxed);
+}
+
+size_t cp_budget_reserved(const cp_pool_t *pool) {
+  return atomic_load_explicit(&pool->shared->reserved, memory_order_relaxed);
+}
+
+/* ---- barriers ------------------------------------------------------------------- */
+
+void cp_arena_publish_barrier(cp_pool_t *pool, uint64_t mark) {
+  cp_shared_t *sh = pool->shared;
+  uint64_t seen = atomic_load_explicit(&sh->covered_all, memory_order_relaxed);
+  while (seen < mark && !atomic_compare_exchange_weak_explicit(&sh->covered_all, &seen, mark,
+                                                               memory_order_release, memory_order_relaxed)) {
+  }
+}
+
+void cp_arena_catch_up(cp_pool_t *pool) {
+  if (cp_arena_count(pool) == 1) return;
+  uint64_t mark = atomic_load_explicit(&pool->shared->covered_all, memory_order_acquire);
+  if (mark <= pool->covered_applied) return;
+  /* What cp_try_barrier does after its own barrier. */
+  pool->covered_applied = mark;
+  if (pool->barrier_covered < mark) pool->barrier_covered = mark;
+  cp_complete_upto(pool, mark);
+  if (!pool->page) cp_retire_fences_upto(pool, mark);
+  if (pool->fenced_upto < mark) pool->fenced_upto = mark;
+  cp_stats_refresh_derived(pool);
+}
+
+/* ---- a thread's arena ----------------------------------------------------------- */
+
+static tls_home_t *home_entry(cp_pool_t *main, bool create) {
+  tls_home_t *empty = NULL;
+  for (int i = 0; i < TLS_HOMES; i++) {
+    tls_home_t *h = &my_homes[i];
+    if (h->main == main && h->uid == main->uid) return h;
+    if (h->main == main || !h->main) {
+      *h = (tls_home_t){0}; /* empty, or left by a destroyed pool at this address */
+      if (!empty) empty = h;
+    }
+  }
+  if (!create || !empty) return NULL;
+  *empty = (tls_home_t){.main = main, .uid = main->uid, .arena = main};
+  return empty;
+}
+
+cp_pool_t *cp_arena_home(cp_pool_t *main) {
+  if (cp_arena_count(main) == 1) return main;
+  tls_home_t *h = home_entry(main, false);
+  return h ? h->arena : main;
+}
+
+/* A new arena, its lock held; NULL when none may be made. */
+static cp_pool_t *arena_make_locked(cp_pool_t *main) {
+  cp_shared_t *sh = main->shared;
+  cp_pool_t *a = NULL;
+  pthread_mutex_lock(&sh->arenas_lock);
+  unsigned n = cp_arena_count(main);
+  if (n < main->cfg.arenas && !sh->retired && atomic_load(&main->front_on)) {
+    a = cp_arena_new(main);
+    if (a) {
+      pthread_mutex_lock(&a->lock);
+      sh->arenas[n] = a;
+      atomic_store_explicit(&sh->n_arenas, n + 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&sh->arenas_lock);
+  return a;
+}
+
+/* The thread leaves `from`: the first other arena whose lock is free, else a
+ * new one, its lock held; NULL: it stays. */
+static cp_pool_t *arena_move(cp_pool_t *main, cp_pool_t *from) {
+  unsigned n = cp_arena_count(main);
+  for (unsigned i = 0; i < n; i++) {
+    cp_pool_t *a = cp_arena_at(main, i);
+    if (a != from && pthread_mutex_trylock(&a->lock) == 0) return a;
+  }
+  return arena_make_locked(main);
+}
+
+cp_pool_t *cp_arena_lock(cp_pool_t *main, cp_pool_t *pool) {
+  if (main->cfg.arenas <= 1) {
+    pthread_mutex_lock(&pool->lock);
+    return pool;
+  }
+  bool contended = pthread_mutex_trylock(&pool->lock) != 0;
+  tls_home_t *h = home_entry(main, contended);
+  if (!h) {
+    if (contended) pthread_mutex_lock(&pool->lock);
+    return pool;
+  }
+  if (!contended) {
+    if (h->score > 0) h->score--;
+    return pool;
+  }
+  if (++h->score >= (int)main->cfg.arena_move_after) {
+    h->score = 0;
+    cp_pool_t *to = arena_move(main, pool);
+    if (to) {
+      h->arena = to;
+      return to;
+    }
+  }
+  pthread_mutex_lock(&pool->lock);
+  return pool;
+}
+
+size_t cp_arenas_reclaim(cp_pool_t *main, cp_pool_t *except) {
+  size_t released = 0;
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+    cp_pool_t *a = cp_arena_at(main, i);
+    if (a != except) released += cp_empty_cache_one(a);
+  }
+  return released;
+}
