@@ -301,3 +301,20 @@ Test(arenas, an_arena_waits_for_the_barrier_in_flight_in_another_when_it_covers_
   fx_free_idle(got_c);
   fx_close();
 }
+
+Test(arenas, the_cache_cap_is_split_between_the_arenas) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.arenas = 4;
+  cfg.arena_move_after = 1;
+  cfg.max_cached = 30 * MiB;
+  fx_open_cfg(&cfg, GiB);
+  uintptr_t a = fx_alloc(20 * MiB), small = fx_alloc(4096);
+  fx_free_idle(a); /* 20 MiB cached: under the cap of one pool */
+  cr_assert(eq(sz, F.sim.used, 22 * MiB));
+  uintptr_t b = alloc_moving_from(F.pool, 4096, 1); /* two arenas: 15 MiB each */
+  fx_free_idle(small);                              /* the main pool settles: over its share */
+  cr_assert(eq(sz, F.sim.used, 4 * MiB));
+  cr_assert(eq(int, cp_front_free(F.pool, b, 1, 0), 0));
+  fx_close();
+}
