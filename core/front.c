@@ -438,9 +438,9 @@ static int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t si
   /* With arenas, a refusal is the program's only once the others have
    * given back what they cache (below). */
   bool others = cp_arena_count(main) > 1;
-  pool->refusal_deferred = others;
+  cp_defer_refusal(others);
   int rc = cp_alloc_locked(pool, size, stream, key, &b);
-  pool->refusal_deferred = false;
+  cp_defer_refusal(false);
   if (rc == 0) *out = b->addr;
   if (f) own(f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
   if (freed)

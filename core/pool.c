@@ -425,8 +425,12 @@ void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream) {
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC_FAILED, 0, size, stream);
 }
 
+static __thread bool refusal_deferred;
+
+void cp_defer_refusal(bool on) { refusal_deferred = on; }
+
 static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
-  if (!pool->refusal_deferred) cp_refused(pool, size, stream);
+  if (!refusal_deferred) cp_refused(pool, size, stream);
   return rc;
 }
 

@@ -122,7 +122,6 @@ struct cp_pool {
   /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
    * and the arenas its threads moved to when its lock was contended. */
   cp_pool_t *main;
-  bool refusal_deferred;    /* cp_alloc_locked leaves a refusal to its caller (front.c) */
   uint64_t covered_applied; /* the newest covered_all this arena has applied */
   cp_shared_t *shared;      /* main's, for every arena */
 };
@@ -194,6 +193,10 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
 void cp_settle_and_unlock(cp_pool_t *pool);
 /* An allocation refused: counted, and reported to the observer. */
 void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream);
+/* While on, this thread's cp_alloc_locked leaves a refusal to its caller,
+ * who tries the other arenas first (front.c) and calls cp_refused if they
+ * fail. Per thread: a barrier releases the pool lock mid-allocation. */
+void cp_defer_refusal(bool on);
 /* cp_free_locked, then the lock released (settled first if the block went back). */
 int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
                        unsigned flags);
