@@ -25,8 +25,8 @@
  *   - the exact reserved peak (the other peaks, with arenas, are the sum of
  *     the arenas' own: an upper bound).
  *
- * Invariants: shared->reserved = the arenas' reserved bytes + claims in
- * flight; arenas are made under arenas_lock and never go before the main
+ * Invariants: shared->held = the arenas' reserved bytes; shared->reserved
+ * = held + claims in flight; arenas are made under arenas_lock and never go before the main
  * pool is destroyed; arenas[i] is written before n_arenas counts it.
  * Locking: arenas_lock comes before any pool lock; a thread holds at most
  * one arena's lock, except the main pool's fronts_lock order (front.c). */
@@ -76,19 +76,43 @@ bool cp_budget_claim(cp_pool_t *pool, size_t bytes) {
     if (limit != CP_NO_LIMIT && (bytes > limit || now > limit - bytes)) return false;
   } while (!atomic_compare_exchange_weak_explicit(&sh->reserved, &now, now + bytes, memory_order_relaxed,
                                                   memory_order_relaxed));
-  size_t peak = atomic_load_explicit(&sh->reserved_peak, memory_order_relaxed);
-  while (now + bytes > peak && !atomic_compare_exchange_weak_explicit(&sh->reserved_peak, &peak, now + bytes,
-                                                                      memory_order_relaxed, memory_order_relaxed)) {
-  }
   return true;
+}
+
+/* The peak counts only what the backend gave: a claim whose call failed
+ * (a full device) never held memory. */
+void cp_budget_commit(cp_pool_t *pool, size_t bytes) {
+  cp_shared_t *sh = pool->shared;
+  size_t held = atomic_fetch_add_explicit(&sh->held, bytes, memory_order_relaxed) + bytes;
+  size_t peak = atomic_load_explicit(&sh->held_peak, memory_order_relaxed);
+  while (held > peak && !atomic_compare_exchange_weak_explicit(&sh->held_peak, &peak, held,
+                                                               memory_order_relaxed, memory_order_relaxed)) {
+  }
 }
 
 void cp_budget_return(cp_pool_t *pool, size_t bytes) {
   atomic_fetch_sub_explicit(&pool->shared->reserved, bytes, memory_order_relaxed);
 }
 
+void cp_budget_release(cp_pool_t *pool, size_t bytes) {
+  atomic_fetch_sub_explicit(&pool->shared->held, bytes, memory_order_relaxed);
+  cp_budget_return(pool, bytes);
+}
+
 size_t cp_budget_reserved(const cp_pool_t *pool) {
   return atomic_load_explicit(&pool->shared->reserved, memory_order_relaxed);
+}
+
+size_t cp_budget_held(const cp_pool_t *pool) {
+  return atomic_load_explicit(&pool->shared->held, memory_order_relaxed);
+}
+
+size_t cp_budget_held_peak(const cp_pool_t *pool) {
+  return atomic_load_explicit(&pool->shared->held_peak, memory_order_relaxed);
+}
+
+void cp_budget_reset_peak(cp_pool_t *pool) {
+  atomic_store_explicit(&pool->shared->held_peak, cp_budget_held(pool), memory_order_relaxed);
 }
 
 /* ---- barriers ------------------------------------------------------------------- */

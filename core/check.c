@@ -126,7 +126,8 @@ int cp_pool_check(cp_pool_t *main, char *why, size_t n) {
   int rc = 0;
   for (unsigned i = 0, count = cp_arena_count(main); i < count && rc == 0; i++)
     rc = check_one(cp_arena_at(main, i), why, n, &reserved);
-  if (rc == 0 && reserved != cp_budget_reserved(main))
-    rc = cp_fail_msg(why, n, "arenas reserve %zu, the shared count says %zu", reserved, cp_budget_reserved(main));
+  if (rc == 0 && (reserved != cp_budget_held(main) || reserved != cp_budget_reserved(main)))
+    rc = cp_fail_msg(why, n, "arenas reserve %zu, the shared counts say %zu held, %zu claimed", reserved,
+                     cp_budget_held(main), cp_budget_reserved(main));
   return rc;
 }

@@ -41,7 +41,11 @@ static void mark(cp_pool_t *pool, cp_segment_t *seg, size_t first, size_t end, b
   int64_t bytes = (int64_t)((end - first) * pool->page);
   seg->mapped_bytes += mapped ? (size_t)bytes : (size_t)-bytes;
   cp_stat_add(&pool->stats.reserved_bytes, mapped ? bytes : -bytes);
-  if (!mapped) cp_budget_return(pool, (size_t)bytes); /* a mapping's bytes were claimed before it */
+  /* A mapping's bytes were claimed before it (cp_pages_claim). */
+  if (mapped)
+    cp_budget_commit(pool, (size_t)bytes);
+  else
+    cp_budget_release(pool, (size_t)bytes);
 }
 
 /* The end of the run of pages from i that are all mapped (or all not). */

@@ -52,8 +52,8 @@ static bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
 static bool config_valid(const cp_config_t *c) {
   return is_pow2(c->round) && is_pow2(c->segment_round) && c->small_max % c->round == 0 &&
          c->small_segment >= c->small_max && c->large_threshold <= c->large_segment &&
-         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 && c->segment_round >= c->round &&
-         c->arenas <= CP_ARENAS_MAX; /* 0 means 1 */
+         c->large_segment % c->round == 0 && c->small_segment % c->round == 0 &&
+         c->segment_round >= c->round && c->arenas <= CP_ARENAS_MAX; /* 0 means 1 */
 }
 
 size_t cp_round_size(const cp_config_t *cfg, size_t size) {
@@ -137,9 +137,7 @@ int cp_pool_create(cp_pool_t **out, int device, const cp_config_t *cfg, const cp
   return 0;
 }
 
-cp_pool_t *cp_arena_new(cp_pool_t *main) {
-  return pool_new(main->device, &main->cfg, &main->be, main);
-}
+cp_pool_t *cp_arena_new(cp_pool_t *main) { return pool_new(main->device, &main->cfg, &main->be, main); }
 
 static void free_keyed(cp_subpool_t *sp) { CP_HASH_FREE_ALL(sp->keyed, cp_keyed_t); }
 
@@ -367,7 +365,8 @@ static bool over_limit(cp_pool_t *pool, size_t rsize) {
  * thread queue behind each barrier of the device (16 threads on the H200:
  * docs/BENCHMARKS.md). */
 static bool other_barrier_in_flight(cp_pool_t *pool) {
-  return cp_arena_count(pool) > 1 && atomic_load_explicit(&pool->shared->barrier_in_flight, memory_order_relaxed);
+  return cp_arena_count(pool) > 1 &&
+         atomic_load_explicit(&pool->shared->barrier_in_flight, memory_order_relaxed);
 }
 
 static cp_block_t *find_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, uint64_t stream, uint64_t key,
@@ -560,24 +559,24 @@ int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream
 
 /* A block belongs to the arena one of whose segments holds it: the others
  * answer ENOENT and leave everything as it was. */
-#define EACH_ARENA_UNTIL_FOUND(main, rc, call)                         \
+#define EACH_ARENA_UNTIL_FOUND(main, rc, call)                      \
   for (unsigned i_ = 0, n_ = cp_arena_count(main); i_ < n_; i_++) { \
-    cp_pool_t *pool = cp_arena_at(main, i_);                          \
-    rc = (call);                                                      \
-    if (rc != ENOENT) break;                                          \
+    cp_pool_t *pool = cp_arena_at(main, i_);                        \
+    rc = (call);                                                    \
+    if (rc != ENOENT) break;                                        \
   }
 
 int cp_free(cp_pool_t *main, uintptr_t addr, uint64_t key, unsigned flags) {
   int rc = ENOENT;
-  EACH_ARENA_UNTIL_FOUND(main, rc, (pthread_mutex_lock(&pool->lock),
-                                    cp_free_and_unlock(pool, addr, NULL, key, flags)))
+  EACH_ARENA_UNTIL_FOUND(main, rc,
+                         (pthread_mutex_lock(&pool->lock), cp_free_and_unlock(pool, addr, NULL, key, flags)))
   return rc;
 }
 
 int cp_free_on_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
   int rc = ENOENT;
-  EACH_ARENA_UNTIL_FOUND(main, rc, (pthread_mutex_lock(&pool->lock),
-                                    cp_free_and_unlock(pool, addr, &stream, key, flags)))
+  EACH_ARENA_UNTIL_FOUND(
+      main, rc, (pthread_mutex_lock(&pool->lock), cp_free_and_unlock(pool, addr, &stream, key, flags)))
   return rc;
 }
 
@@ -704,7 +703,8 @@ static void sync_stream_one(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
 }
 
 void cp_sync_stream(cp_pool_t *main, uint64_t mark, uint64_t stream) {
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) sync_stream_one(cp_arena_at(main, i), mark, stream);
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++)
+    sync_stream_one(cp_arena_at(main, i), mark, stream);
 }
 
 void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {
@@ -748,7 +748,8 @@ size_t cp_empty_cache_one(cp_pool_t *pool) {
 
 size_t cp_empty_cache(cp_pool_t *main) {
   size_t released = 0;
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) released += cp_empty_cache_one(cp_arena_at(main, i));
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++)
+    released += cp_empty_cache_one(cp_arena_at(main, i));
   return released;
 }
 
@@ -788,7 +789,8 @@ void cp_set_limit(cp_pool_t *main, size_t limit) {
     pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
     pthread_mutex_unlock(&pool->lock);
   }
-  if (limit && cp_budget_reserved(main) > limit) for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) cp_empty_cache_one(cp_arena_at(main, i));
+  if (limit && cp_budget_reserved(main) > limit)
+    for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) cp_empty_cache_one(cp_arena_at(main, i));
   pthread_mutex_unlock(&main->shared->arenas_lock);
 }
 

@@ -74,11 +74,12 @@ typedef struct cp_shared {
   pthread_mutex_t barrier_lock;
   pthread_cond_t barrier_done;
   atomic_bool barrier_in_flight; /* written under barrier_lock */
-  unsigned barrier_waiters; /* under barrier_lock: arenas waiting for it (tests read it) */
+  unsigned barrier_waiters;      /* under barrier_lock: arenas waiting for it (tests read it) */
   /* Bytes reserved by every arena, claimed before the backend call so that
-   * arenas growing at once stay under the limit together. */
+   * arenas growing at once stay under the limit together; `held`, of them,
+   * those the backend gave (no claim in flight), and its peak. */
   _Alignas(64) _Atomic size_t reserved;
-  _Atomic size_t reserved_peak;
+  _Atomic size_t held, held_peak;
   _Alignas(64) pthread_mutex_t arenas_lock; /* making arenas; the config of all */
   _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
   cp_pool_t *arenas[CP_ARENAS_MAX];
@@ -235,12 +236,19 @@ static inline unsigned cp_arena_count(const cp_pool_t *pool) {
 }
 static inline cp_pool_t *cp_arena_at(const cp_pool_t *pool, unsigned i) { return pool->shared->arenas[i]; }
 /* Claim `bytes` of reserved memory for this arena's next backend call:
- * false when that would pass the limit. cp_budget_return gives bytes back
- * (a failed call, a released segment, unmapped pages). */
+ * false when that would pass the limit. Then cp_budget_commit when the
+ * backend gave them, else cp_budget_return; cp_budget_release when they go
+ * back to the backend (a released segment, unmapped pages). */
 bool cp_budget_claim(cp_pool_t *pool, size_t bytes);
+void cp_budget_commit(cp_pool_t *pool, size_t bytes);
 void cp_budget_return(cp_pool_t *pool, size_t bytes);
-/* Bytes every arena has reserved (claims included). */
+void cp_budget_release(cp_pool_t *pool, size_t bytes);
+/* Bytes every arena has reserved, claims in flight included. */
 size_t cp_budget_reserved(const cp_pool_t *pool);
+/* Bytes the backend gave every arena, and their highest. */
+size_t cp_budget_held(const cp_pool_t *pool);
+size_t cp_budget_held_peak(const cp_pool_t *pool);
+void cp_budget_reset_peak(cp_pool_t *pool);
 /* Pool lock held: what other arenas' barriers made ready here, made ready. */
 void cp_arena_catch_up(cp_pool_t *pool);
 /* A barrier covered every free of every arena up to mark: they learn it. */

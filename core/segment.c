@@ -103,6 +103,7 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
   cp_stat_add(&pool->stats.segments, 1);
   if (!expandable) {
     cp_stat_add(&pool->stats.reserved_bytes, (int64_t)size);
+    cp_budget_commit(pool, size);
     pool->stats.num_device_alloc++;
   }
   *out = b;
@@ -122,7 +123,7 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   } else {
     pool->be.free(pool->be.ctx, pool->device, seg->base, seg->size);
     cp_stat_add(&pool->stats.reserved_bytes, -(int64_t)seg->size);
-    cp_budget_return(pool, seg->size);
+    cp_budget_release(pool, seg->size);
     pool->stats.num_device_free++;
   }
   cp_stat_add(&pool->stats.segments, -1);

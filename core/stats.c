@@ -44,7 +44,7 @@ void cp_get_stats(cp_pool_t *main, cudapool_stats_t *out) {
   for (unsigned i = 1; i < n; i++) {
     cudapool_stats_t a;
     stats_one(cp_arena_at(main, i), &a);
-#define ADD_GAUGE(name, desc) \
+#define ADD_GAUGE(name, desc)          \
   out->name.current += a.name.current; \
   out->name.peak += a.name.peak;
     CUDAPOOL_GAUGES(ADD_GAUGE)
@@ -57,7 +57,7 @@ void cp_get_stats(cp_pool_t *main, cudapool_stats_t *out) {
     if (a.largest_free_block > out->largest_free_block) out->largest_free_block = a.largest_free_block;
   }
   if (n > 1) {
-    int64_t peak = (int64_t)atomic_load(&main->shared->reserved_peak);
+    int64_t peak = (int64_t)cp_budget_held_peak(main);
     out->reserved_bytes.peak = peak > out->reserved_bytes.current ? peak : out->reserved_bytes.current;
   }
   out->size = sizeof *out;
@@ -75,5 +75,5 @@ void cp_reset_peak(cp_pool_t *main) {
 #undef RESET_PEAK
     pthread_mutex_unlock(&pool->lock);
   }
-  atomic_store(&main->shared->reserved_peak, cp_budget_reserved(main));
+  cp_budget_reset_peak(main);
 }

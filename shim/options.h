@@ -107,7 +107,8 @@ int cp_option_format(const cp_options_t *opts, size_t i, char *buf, size_t cap);
 int cp_parse_size(const char *text, uint64_t *bytes);               /* "512", "64K", "1.5G", "8GiB" */
 int cp_parse_size_or_percent(const char *text, cp_size_opt_t *out); /* also "80%" (0 < p <= 100) */
 int cp_parse_bool(const char *text, bool *out);                     /* 1/true/on/yes, 0/false/off/no */
-int cp_parse_count(const char *text, unsigned lo, unsigned hi, unsigned *out); /* "8": a whole number lo..hi */
+int cp_parse_count(const char *text, unsigned lo, unsigned hi,
+                   unsigned *out); /* "8": a whole number lo..hi */
 /* Bytes of a size option for a device with total_bytes of memory (percent
  * applied, floor); 0 = unset. */
 uint64_t cp_size_opt_resolve(const cp_size_opt_t *opt, uint64_t total_bytes);

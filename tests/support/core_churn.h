@@ -142,7 +142,8 @@ static cudapool_stats_t churn_checked_stats(cp_pool_t *pool) {
   cp_get_stats(pool, &s);
   char why[256] = "";
   CHURN_CHECK(cp_pool_check(pool, why, sizeof why) == 0, "%s", why);
-  CHURN_CHECK(s.allocated_bytes.current == 0, "%lld bytes still allocated", (long long)s.allocated_bytes.current);
+  CHURN_CHECK(s.allocated_bytes.current == 0, "%lld bytes still allocated",
+              (long long)s.allocated_bytes.current);
   CHURN_CHECK(s.num_alloc == s.num_free, "%llu allocs, %llu frees", (unsigned long long)s.num_alloc,
               (unsigned long long)s.num_free);
   return s;

@@ -129,6 +129,16 @@ Test(arenas, a_pool_with_one_arena_never_makes_another) {
   fx_close();
 }
 
+/* Two live 20 MiB blocks, one segment each, after one barrier in all. */
+static void close_after_one_barrier(uintptr_t x, uintptr_t y) {
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_barriers, 1));
+  cr_assert(eq(i64, s.segments.current, 2));
+  fx_free_idle(x);
+  fx_free_idle(y);
+  fx_close();
+}
+
 Test(arenas, one_barrier_readies_the_frees_of_every_arena) {
   open_arenas(GiB, 0);
   /* 20 MiB blocks fill their segments: a reuse needs a barrier. */
@@ -142,12 +152,7 @@ Test(arenas, one_barrier_readies_the_frees_of_every_arena) {
   uintptr_t a2 = fx_alloc(20 * MiB); /* the main pool: no barrier of its own */
   cr_assert(eq(u64, a2, a));
   cr_assert(eq(u64, F.sim.barriers, 1));
-  cudapool_stats_t s = fx_stats();
-  cr_assert(eq(u64, s.num_barriers, 1));
-  cr_assert(eq(i64, s.segments.current, 2));
-  fx_free_idle(a2);
-  fx_free_idle(c2);
-  fx_close();
+  close_after_one_barrier(a2, c2);
 }
 
 Test(arenas, one_sync_mark_covers_the_frees_of_every_arena) {
@@ -171,6 +176,19 @@ Test(arenas, one_sync_mark_covers_the_frees_of_every_arena) {
   fx_close();
 }
 
+/* Arena 1 holds two live 20 MiB blocks, x and y, and nothing else is
+ * reserved, never was more than 40 MiB. */
+static void close_at_40m(uint64_t ooms, uintptr_t x, uintptr_t y) {
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.segments.current, 2));
+  cr_assert(eq(i64, s.reserved_bytes.current, 40 * MiB));
+  cr_assert(eq(i64, s.reserved_bytes.peak, 40 * MiB));
+  cr_assert(eq(u64, s.num_ooms, ooms));
+  fx_free_idle(x);
+  fx_free_idle(y);
+  fx_close();
+}
+
 Test(arenas, the_limit_holds_for_all_arenas_together_and_their_free_segments_go_back_first) {
   open_arenas(GiB, 40 * MiB);
   uintptr_t a = fx_alloc(20 * MiB);
@@ -182,13 +200,7 @@ Test(arenas, the_limit_holds_for_all_arenas_together_and_their_free_segments_go_
   cr_assert(eq(int, fr_alloc_rc(20 * MiB, 0, &p), 0));
   cr_assert(eq(ptr, arena_holding(p), cp_arena_at(F.pool, 1)));
   cr_assert(eq(sz, F.sim.used, 40 * MiB));
-  cudapool_stats_t s = fx_stats();
-  cr_assert(eq(i64, s.reserved_bytes.current, 40 * MiB));
-  cr_assert(eq(i64, s.reserved_bytes.peak, 40 * MiB));
-  cr_assert(eq(u64, s.num_ooms, 1));
-  fx_free_idle(c);
-  fx_free_idle(p);
-  fx_close();
+  close_at_40m(1, c, p);
 }
 
 Test(arenas, a_full_device_takes_back_the_other_arenas_free_segments) {
@@ -199,13 +211,7 @@ Test(arenas, a_full_device_takes_back_the_other_arenas_free_segments) {
   uintptr_t p = fr_alloc(20 * MiB, 0); /* the device is full: the main pool gives its segment back */
   cr_assert(eq(ptr, arena_holding(p), cp_arena_at(F.pool, 1)));
   cr_assert(eq(ptr, arena_holding(c), cp_arena_at(F.pool, 1)));
-  cudapool_stats_t s = fx_stats();
-  cr_assert(eq(i64, s.segments.current, 2));
-  cr_assert(eq(i64, s.reserved_bytes.current, 40 * MiB));
-  cr_assert(eq(u64, s.num_ooms, 0));
-  fx_free_idle(c);
-  fx_free_idle(p);
-  fx_close();
+  close_at_40m(0, c, p);
 }
 
 Test(arenas, stats_trim_and_empty_cache_reach_every_arena) {
@@ -282,7 +288,7 @@ Test(arenas, an_arena_waits_for_the_barrier_in_flight_in_another_when_it_covers_
   uintptr_t a = fx_alloc(20 * MiB);
   fx_free(a, 0);
   uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0); /* this thread: arena 1 */
-  cr_assert(eq(int, cp_free(F.pool, c, 0, 0), 0));       /* pending, after a in the free order */
+  cr_assert(eq(int, cp_free(F.pool, c, 0, 0), 0));      /* pending, after a in the free order */
 
   uintptr_t got_a = 0;
   pthread_t t;
@@ -294,12 +300,7 @@ Test(arenas, an_arena_waits_for_the_barrier_in_flight_in_another_when_it_covers_
   cr_assert(eq(int, atomic_load(&barrier_calls), 1), "arena 1 issued a barrier of its own");
   cr_assert(eq(u64, got_a, a));
   cr_assert(eq(u64, got_c, c));
-  cudapool_stats_t s = fx_stats();
-  cr_assert(eq(u64, s.num_barriers, 1));
-  cr_assert(eq(i64, s.segments.current, 2));
-  fx_free_idle(got_a);
-  fx_free_idle(got_c);
-  fx_close();
+  close_after_one_barrier(got_a, got_c);
 }
 
 Test(arenas, the_cache_cap_is_split_between_the_arenas) {
@@ -316,5 +317,38 @@ Test(arenas, the_cache_cap_is_split_between_the_arenas) {
   fx_free_idle(small);                              /* the main pool settles: over its share */
   cr_assert(eq(sz, F.sim.used, 4 * MiB));
   cr_assert(eq(int, cp_front_free(F.pool, b, 1, 0), 0));
+  fx_close();
+}
+
+Test(arenas, mapped_pages_of_every_arena_count_against_the_limit_together) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.arenas = 4;
+  cfg.arena_move_after = 1;
+  cfg.expandable = true;
+  cfg.expandable_size = GiB;
+  cfg.limit = 40 * MiB;
+  cp_sim_init(&F.sim, GiB);
+  F.sim.vmm_page = 2 * MiB;
+  F.sim.fence_auto_complete = true;
+  F.be = cp_sim_backend(&F.sim);
+  F.cfg = cfg;
+  cr_assert(eq(int, cp_pool_create(&F.pool, 0, &F.cfg, &F.be), 0));
+  uintptr_t a = fx_alloc(20 * MiB);
+  uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0);
+  uintptr_t p = 0;
+  cr_assert(eq(int, fr_alloc_rc(20 * MiB, 0, &p), ENOMEM));
+  cr_assert(eq(sz, F.sim.mapped, 40 * MiB));
+  fx_free_idle(a); /* its pages go back when arena 1 runs out */
+  cr_assert(eq(int, fr_alloc_rc(20 * MiB, 0, &p), 0));
+  cr_assert(eq(sz, F.sim.mapped, 40 * MiB));
+  cr_assert(eq(u64, F.sim.bad_maps, 0));
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.segments.current, 1)); /* the main pool's range went back whole; arena 1's holds both */
+  cr_assert(eq(i64, s.reserved_bytes.current, 40 * MiB));
+  cr_assert(eq(i64, s.reserved_bytes.peak, 40 * MiB));
+  cr_assert(eq(u64, s.num_ooms, 1));
+  fx_free_idle(c);
+  fx_free_idle(p);
   fx_close();
 }
