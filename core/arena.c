@@ -156,7 +156,7 @@ static tls_home_t *home_entry(cp_pool_t *main, bool create) {
 }
 
 cp_pool_t *cp_arena_home(cp_pool_t *main) {
-  if (cp_arena_count(main) == 1) return main;
+  if (!atomic_load_explicit(&main->has_arenas, memory_order_relaxed)) return main;
   tls_home_t *h = home_entry(main, false);
   return h ? h->arena : main;
 }
@@ -171,6 +171,7 @@ static cp_pool_t *arena_make_locked(cp_pool_t *main) {
     a = cp_arena_new(main);
     if (a) {
       pthread_mutex_lock(&a->lock);
+      atomic_store_explicit(&main->has_arenas, true, memory_order_relaxed); /* before n_arenas releases */
       sh->arenas[n] = a;
       atomic_store_explicit(&sh->n_arenas, n + 1, memory_order_release);
     }

@@ -516,8 +516,8 @@ static int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr, const uint6
 }
 
 /* restream as cp_free_locked's: a block that changes stream takes the slow path. */
-static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                      unsigned flags) {
+static inline __attribute__((always_inline)) int
+front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
   cp_front_t *f = front_find(pool);
   if (!f || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed))
     return free_slow(pool, f, addr, restream, key, flags);
@@ -554,14 +554,23 @@ static int front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream,
 
 /* The thread's own arena first (where it allocates, and so mostly frees),
  * then the others: a block belongs to the arena whose segment holds it. */
-static int arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                       unsigned flags) {
-  cp_pool_t *home = cp_arena_home(main);
-  int rc = front_free(home, addr, restream, key, flags);
+static __attribute__((noinline)) int free_in_other_arenas(cp_pool_t *main, cp_pool_t *home, uintptr_t addr,
+                                                          const uint64_t *restream, uint64_t key,
+                                                          unsigned flags) {
+  int rc = ENOENT;
   for (unsigned i = 0, n = cp_arena_count(main); rc == ENOENT && i < n; i++) {
     cp_pool_t *a = cp_arena_at(main, i);
     if (a != home) rc = front_free(a, addr, restream, key, flags);
   }
+  return rc;
+}
+
+static int arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                       unsigned flags) {
+  cp_pool_t *home = cp_arena_home(main);
+  int rc = front_free(home, addr, restream, key, flags);
+  if (rc == ENOENT && atomic_load_explicit(&main->has_arenas, memory_order_relaxed))
+    rc = free_in_other_arenas(main, home, addr, restream, key, flags);
   return rc;
 }
 

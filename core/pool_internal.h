@@ -113,6 +113,7 @@ struct cp_pool {
   size_t fence_head, fence_count, fence_cap;
   cp_block_t *spare;       /* recycled block structs (via next) */
   uint64_t uid;            /* never reused: tells a thread's cache of a destroyed pool from this one's */
+  atomic_bool has_arenas;  /* main pool: it has made an arena (beside uid: read on every allocation) */
   struct cp_front *fronts; /* the thread caches of this pool (front.c) */
   /* Lent blocks their threads freed without a key (front.c): pushed without
    * the lock, made pending at the next flush, before any decision. */
