@@ -57,7 +57,7 @@
 #define FREE_MAX 32                /* freed blocks a cache holds before it spills half */
 #define TABLE_SLOTS 256            /* address table (live lent blocks), a power of two */
 #define LENT_MAX (TABLE_SLOTS / 2) /* lent blocks, live or freed: keeps probes short */
-#define TLS_FRONTS 8               /* pools one thread caches for */
+#define TLS_FRONTS 16              /* pools one thread caches for: arenas of several devices */
 
 enum { G_ALLOCATED, G_BLOCKS, G_REQUESTED, G_PENDING, G_CACHED, G_COUNT };
 
@@ -165,6 +165,8 @@ static void fold(cp_pool_t *pool, cp_front_t *f) {
   cudapool_stats_t *s = &pool->stats;
   cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,
                                       &s->pending_bytes, &s->cached_bytes};
+  if (f->delta[G_ALLOCATED])
+    atomic_fetch_add_explicit(&pool->shared->allocated, f->delta[G_ALLOCATED], memory_order_relaxed);
   for (int g = 0; g < G_COUNT; g++) {
     if (gauge[g]->current + f->delta_max[g] > gauge[g]->peak)
       gauge[g]->peak = gauge[g]->current + f->delta_max[g];
@@ -450,7 +452,8 @@ static int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t si
   /* Other arenas' cached memory (and their share of the limit) goes back
    * before this one gives up. */
   if (rc != 0 && others) {
-    bool again = rc == ENOMEM && cp_arenas_reclaim(main, pool) > 0;
+    /* Past the limit by what is allocated, no arena's cache can help. */
+    bool again = rc == ENOMEM && !cp_over_limit(pool, size) && cp_arenas_reclaim(main, pool) > 0;
     pthread_mutex_lock(&pool->lock);
     if (again) {
       cp_fronts_flush_all(pool);

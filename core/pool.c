@@ -312,7 +312,7 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
   if (hash_oom) return ENOMEM;
   b->free_seq = b->done_seq = 0; /* its frees are history: a new life */
   pool->free_block_count--;
-  cp_stat_add(&pool->stats.allocated_bytes, (int64_t)b->size);
+  cp_allocated_add(pool, (int64_t)b->size);
   cp_stat_add(&pool->stats.allocated_blocks, 1);
   cp_stat_add(&pool->stats.requested_bytes, (int64_t)size);
   pool->stats.num_alloc++;
@@ -333,9 +333,16 @@ static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t
   return false;
 }
 
+/* Every arena's allocated bytes: with one pool, its own. */
 static bool over_limit(cp_pool_t *pool, size_t rsize) {
-  return pool->cfg.limit != CP_NO_LIMIT &&
-         (size_t)pool->stats.allocated_bytes.current + rsize > pool->cfg.limit;
+  if (pool->cfg.limit == CP_NO_LIMIT) return false;
+  int64_t allocated = atomic_load_explicit(&pool->shared->allocated, memory_order_relaxed);
+  return (size_t)(allocated > 0 ? allocated : 0) + rsize > pool->cfg.limit;
+}
+
+bool cp_over_limit(cp_pool_t *pool, size_t size) {
+  size_t rsize = cp_round_size(&pool->cfg, size);
+  return rsize == 0 || over_limit(pool, rsize);
 }
 
 /* Every way of finding cached memory, cheapest first. A barrier is issued
@@ -517,7 +524,7 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
     /* The thread cache's folded figures already call it pending. */
     pool->stats.pending_bytes.current -= (int64_t)b->size;
   } else {
-    cp_stat_add(&pool->stats.allocated_bytes, -(int64_t)b->size);
+    cp_allocated_add(pool, -(int64_t)b->size);
     cp_stat_add(&pool->stats.allocated_blocks, -1);
     cp_stat_add(&pool->stats.requested_bytes, -(int64_t)b->requested);
     pool->stats.num_free++;

@@ -80,6 +80,10 @@ typedef struct cp_shared {
    * those the backend gave (no claim in flight), and its peak. */
   _Alignas(64) _Atomic size_t reserved;
   _Atomic size_t held, held_peak;
+  /* Bytes allocated in every arena (each arena's allocated_bytes, as it
+   * changes under its lock, thread caches' figures once folded): a limit
+   * lowered below what is cached stops them all handing it out. */
+  _Alignas(64) _Atomic int64_t allocated;
   _Alignas(64) pthread_mutex_t arenas_lock; /* making arenas; the config of all */
   _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
   cp_pool_t *arenas[CP_ARENAS_MAX];
@@ -250,6 +254,15 @@ size_t cp_budget_reserved(const cp_pool_t *pool);
 size_t cp_budget_held(const cp_pool_t *pool);
 size_t cp_budget_held_peak(const cp_pool_t *pool);
 void cp_budget_reset_peak(cp_pool_t *pool);
+void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
+/* allocated_bytes of this arena changed by delta (the stat and the shared total). */
+static inline void cp_allocated_add(cp_pool_t *pool, int64_t delta) {
+  cp_stat_add(&pool->stats.allocated_bytes, delta);
+  atomic_fetch_add_explicit(&pool->shared->allocated, delta, memory_order_relaxed);
+}
+/* Whether a request of rsize bytes would take every arena's allocated bytes
+ * past the limit (then no memory, cached or new, may serve it). */
+bool cp_over_limit(cp_pool_t *pool, size_t rsize);
 /* Pool lock held: what other arenas' barriers made ready here, made ready. */
 void cp_arena_catch_up(cp_pool_t *pool);
 /* A barrier covered every free of every arena up to mark: they learn it. */

@@ -352,3 +352,36 @@ Test(arenas, mapped_pages_of_every_arena_count_against_the_limit_together) {
   fx_free_idle(p);
   fx_close();
 }
+
+Test(arenas, a_lowered_limit_stops_every_arena_handing_out_its_cache) {
+  open_arenas(GiB, 0);
+  uintptr_t p[16];
+  int n = 0;
+  p[n++] = fx_alloc(4 * MiB);                     /* the main pool: a 20 MiB segment */
+  p[n++] = alloc_moving_from(F.pool, 4 * MiB, 0); /* arena 1: another */
+  cp_set_limit(F.pool, 20 * MiB);                 /* neither segment is wholly free: nothing goes */
+  cr_assert(eq(sz, F.sim.used, 40 * MiB));
+  for (int i = 0; i < 4; i++) {
+    uintptr_t q;
+    if (cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 0, &q) == 0) p[n++] = q;
+    if (fr_alloc_rc(4 * MiB, 0, &q) == 0) p[n++] = q;
+  }
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.allocated_bytes.current, 20 * MiB)); /* as one pool would stop: 5 blocks of 4 MiB */
+  cr_assert(eq(int, n, 5));
+  for (int i = 0; i < n; i++) cr_assert(eq(int, cp_free(F.pool, p[i], 0, CP_FREE_DEVICE_IDLE), 0));
+  cp_set_limit(F.pool, 0);
+  fx_close();
+}
+
+Test(arenas, a_request_past_the_limit_leaves_the_other_arenas_cache_alone) {
+  open_arenas(GiB, 100 * MiB);
+  fx_free_idle(fx_alloc(20 * MiB)); /* cached in the main pool */
+  uintptr_t b = alloc_moving_from(F.pool, 4096, 1);
+  uintptr_t q;
+  cr_assert(eq(int, fr_alloc_rc(200 * MiB, 1, &q), ENOMEM));
+  cr_assert(eq(sz, F.sim.used, 22 * MiB));
+  cr_assert(eq(u64, fx_stats().num_ooms, 1));
+  cr_assert(eq(int, cp_front_free(F.pool, b, 1, 0), 0));
+  fx_close();
+}
