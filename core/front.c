@@ -41,6 +41,12 @@
  * operations, so for one thread the peaks are exactly those of the pool
  * without a cache; with threads a peak is bounded by the sum of theirs.
  *
+ * Arenas (arena.c): the public calls take the device's main pool; an
+ * allocation goes to the thread's arena (cp_arena_lock may move the thread),
+ * a free to the thread's arena first, then to whichever holds the block. A
+ * cache belongs to one thread and one arena. An allocation that fails in
+ * its arena empties the others and tries once more before it is refused.
+ *
  * Locking: pool lock, then a cache's lock (a spin flag: held for pointer
  * work only). `fronts_lock` (a thread leaving, a pool destroyed) comes
  * before both. block->lent is written under the pool lock; tc_free,
