@@ -448,6 +448,7 @@ static int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t si
   bool others = cp_arena_count(main) > 1;
   cp_defer_refusal(others);
   int rc = cp_alloc_locked(pool, size, stream, key, &b);
+  bool refused = cp_refusal_pending();
   cp_defer_refusal(false);
   if (rc == 0) *out = b->addr;
   if (f) own(f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
@@ -457,7 +458,7 @@ static int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t si
     pthread_mutex_unlock(&pool->lock);
   /* Other arenas' cached memory (and their share of the limit) goes back
    * before this one gives up. */
-  if (rc != 0 && others) {
+  if (refused) {
     /* Past the limit by what is allocated, no arena's cache can help. */
     bool again = rc == ENOMEM && !cp_over_limit(pool, size) && cp_arenas_reclaim(main, pool) > 0;
     pthread_mutex_lock(&pool->lock);

@@ -431,12 +431,20 @@ void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream) {
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_ALLOC_FAILED, 0, size, stream);
 }
 
-static __thread bool refusal_deferred;
+static __thread bool refusal_deferred, refusal_pending;
 
-void cp_defer_refusal(bool on) { refusal_deferred = on; }
+void cp_defer_refusal(bool on) {
+  refusal_deferred = on;
+  refusal_pending = false;
+}
+
+bool cp_refusal_pending(void) { return refusal_pending; }
 
 static int refuse(cp_pool_t *pool, size_t size, uint64_t stream, int rc) {
-  if (!refusal_deferred) cp_refused(pool, size, stream);
+  if (refusal_deferred)
+    refusal_pending = true;
+  else
+    cp_refused(pool, size, stream);
   return rc;
 }
 

@@ -203,6 +203,9 @@ void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream);
  * who tries the other arenas first (front.c) and calls cp_refused if they
  * fail. Per thread: a barrier releases the pool lock mid-allocation. */
 void cp_defer_refusal(bool on);
+/* Whether this thread's last cp_alloc_locked under cp_defer_refusal(true)
+ * refused (rather than failing otherwise, as on no memory for its index). */
+bool cp_refusal_pending(void);
 /* cp_free_locked, then the lock released (settled first if the block went back). */
 int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
                        unsigned flags);
