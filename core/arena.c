@@ -128,10 +128,9 @@ void cp_arena_publish_barrier(cp_pool_t *pool, uint64_t mark) {
 void cp_arena_catch_up(cp_pool_t *pool) {
   if (cp_arena_count(pool) == 1) return;
   uint64_t mark = atomic_load_explicit(&pool->shared->covered_all, memory_order_acquire);
-  if (mark <= pool->covered_applied) return;
+  if (mark <= pool->barrier_covered) return;
   /* What cp_try_barrier does after its own barrier. */
-  pool->covered_applied = mark;
-  if (pool->barrier_covered < mark) pool->barrier_covered = mark;
+  pool->barrier_covered = mark;
   cp_complete_upto(pool, mark);
   if (!pool->page) cp_retire_fences_upto(pool, mark);
   if (pool->fenced_upto < mark) pool->fenced_upto = mark;

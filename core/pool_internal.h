@@ -110,7 +110,7 @@ struct cp_pool {
    * without the lock; threads that need one meanwhile wait for it. */
   pthread_cond_t barrier_done; /* broadcast when the barrier in flight returns */
   bool barrier_in_flight;
-  uint64_t barrier_covered; /* newest mark a successful barrier covered */
+  uint64_t barrier_covered; /* newest mark a barrier covered (its own, or another arena's applied) */
   unsigned barrier_waiters; /* threads waiting for the barrier in flight (tests read it) */
   size_t page;              /* expandable segments' page size; 0 = none are made */
   cp_fence_rec_t *fences;   /* ring of outstanding fences */
@@ -128,8 +128,7 @@ struct cp_pool {
   /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
    * and the arenas its threads moved to when its lock was contended. */
   cp_pool_t *main;
-  uint64_t covered_applied; /* the newest covered_all this arena has applied */
-  cp_shared_t *shared;      /* main's, for every arena */
+  cp_shared_t *shared; /* main's, for every arena */
 };
 
 /* block structs */

@@ -266,7 +266,7 @@ cp_barrier_t cp_try_barrier(cp_pool_t *pool) {
   uint64_t want = pool->free_seq;
   /* Another arena's barrier may already cover every free here. */
   cp_arena_catch_up(pool);
-  if (want && pool->covered_applied >= want) return CP_BARRIER_SHARED;
+  if (want && pool->barrier_covered >= want) return CP_BARRIER_SHARED;
   while (unlock && pool->barrier_in_flight) {
     pool->barrier_waiters++;
     pthread_cond_wait(&pool->barrier_done, &pool->lock);
@@ -295,7 +295,6 @@ cp_barrier_t cp_try_barrier(cp_pool_t *pool) {
   if (rc != 0) return CP_BARRIER_NONE;
   pool->stats.num_barriers++;
   if (pool->barrier_covered < mark) pool->barrier_covered = mark;
-  if (pool->covered_applied < mark) pool->covered_applied = mark;
   cp_complete_upto(pool, mark);
   /* A barrier orders, it does not complete: expandable segments keep the
    * fences, which say when pages may be unmapped. */

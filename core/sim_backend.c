@@ -338,71 +338,30 @@ static void sim_unreserve_unlocked(void *ctx, int device, uintptr_t addr, size_t
 
 /* ---- the table: each entry under the device's lock (arenas call it at once) ---- */
 
-static int sim_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  int rc = sim_alloc_unlocked(ctx, device, size, out);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-  return rc;
-}
+#define LOCKED(ret, name, params, args)             \
+  static ret name params {                          \
+    pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);   \
+    ret rc = name##_unlocked args;                  \
+    pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock); \
+    return rc;                                      \
+  }
+#define LOCKED_VOID(name, params, args)             \
+  static void name params {                         \
+    pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);   \
+    name##_unlocked args;                           \
+    pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock); \
+  }
 
-static void sim_free(void *ctx, int device, uintptr_t addr, size_t size) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  sim_free_unlocked(ctx, device, addr, size);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-}
-
-static int sim_fence_record(void *ctx, int device, cp_fence_t *out) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  int rc = sim_fence_record_unlocked(ctx, device, out);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-  return rc;
-}
-
-static int sim_fence_query(void *ctx, int device, cp_fence_t fence) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  int rc = sim_fence_query_unlocked(ctx, device, fence);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-  return rc;
-}
-
-static int sim_fence_wait(void *ctx, int device, cp_fence_t fence) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  int rc = sim_fence_wait_unlocked(ctx, device, fence);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-  return rc;
-}
-
-static void sim_fence_release(void *ctx, int device, cp_fence_t fence) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  sim_fence_release_unlocked(ctx, device, fence);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-}
-
-static int sim_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  int rc = sim_reserve_unlocked(ctx, device, size, out);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-  return rc;
-}
-
-static int sim_map(void *ctx, int device, uintptr_t addr, size_t size) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  int rc = sim_map_unlocked(ctx, device, addr, size);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-  return rc;
-}
-
-static void sim_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  sim_unmap_unlocked(ctx, device, addr, size);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-}
-
-static void sim_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
-  pthread_mutex_lock(&((cp_sim_t *)ctx)->lock);
-  sim_unreserve_unlocked(ctx, device, addr, size);
-  pthread_mutex_unlock(&((cp_sim_t *)ctx)->lock);
-}
+LOCKED(int, sim_alloc, (void *ctx, int device, size_t size, uintptr_t *out), (ctx, device, size, out))
+LOCKED_VOID(sim_free, (void *ctx, int device, uintptr_t addr, size_t size), (ctx, device, addr, size))
+LOCKED(int, sim_fence_record, (void *ctx, int device, cp_fence_t *out), (ctx, device, out))
+LOCKED(int, sim_fence_query, (void *ctx, int device, cp_fence_t fence), (ctx, device, fence))
+LOCKED(int, sim_fence_wait, (void *ctx, int device, cp_fence_t fence), (ctx, device, fence))
+LOCKED_VOID(sim_fence_release, (void *ctx, int device, cp_fence_t fence), (ctx, device, fence))
+LOCKED(int, sim_reserve, (void *ctx, int device, size_t size, uintptr_t *out), (ctx, device, size, out))
+LOCKED(int, sim_map, (void *ctx, int device, uintptr_t addr, size_t size), (ctx, device, addr, size))
+LOCKED_VOID(sim_unmap, (void *ctx, int device, uintptr_t addr, size_t size), (ctx, device, addr, size))
+LOCKED_VOID(sim_unreserve, (void *ctx, int device, uintptr_t addr, size_t size), (ctx, device, addr, size))
 
 void cp_sim_complete_fences(cp_sim_t *sim, uint64_t upto) {
   pthread_mutex_lock(&sim->lock);
