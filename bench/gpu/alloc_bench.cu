@@ -7,9 +7,10 @@
  * unlimited release threshold (the shim does not touch those calls), so the
  * ratio against the stream-ordered allocator comes from one process.
  *
- * Each pair is timed on the host with clock_gettime(CLOCK_MONOTONIC) around
- * it, after a warm-up; reported figures are medians over many repetitions
- * (each case runs until it has max_reps pairs or its time budget is spent).
+ * Pairs are timed on the host with clock_gettime(CLOCK_MONOTONIC) around a
+ * batch of them (about 4 us each), after a warm-up; reported figures are
+ * medians of the per-pair time over many batches (each case runs until it
+ * has max_reps pairs or its time budget is spent).
  *
  * Output, one line per case (W is "native" or "pool", the allocator behind
  * cudaMalloc in this run):
@@ -17,6 +18,7 @@
  *   churn live=64 min=256 max=8388608 W_ns=MEDIAN async_ns=MEDIAN reps=N
  *   threads n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
  *   threads_work n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
+ *   threads_legacy n=T W_pairs_per_s=X async_pairs_per_s=Y seconds=S
  *   default_async size=BYTES W_ns=MEDIAN async_ns=MEDIAN reps=N async_reps=N
  * default_async times cudaMallocAsync/cudaFreeAsync pairs on the device's
  * default pool (served by cudapool when it is loaded: W is then "pool"; by
@@ -25,9 +27,11 @@
  * W_ns is timed before the program has created any stream, W_stream_ns
  * while one non-blocking stream is live (see bench_pairs).
  * "threads" churns pairs only; "threads_work" also puts a cudaMemsetAsync on
- * the thread's stream between each cudaMalloc and cudaFree.
+ * the thread's stream between each cudaMalloc and cudaFree; "threads_legacy"
+ * is "threads" in a program that creates no stream (every thread on the
+ * legacy stream), timed before anything else.
  *
- * Usage: alloc_bench [--quick] [pairs|churn|threads|default ...] */
+ * Usage: alloc_bench [--quick] [legacy|pairs|churn|threads|default ...] */
 #include "gpu_common.cuh"
 
 #include <atomic>
@@ -41,20 +45,30 @@ static cudaMemPool_t g_async_pool;
 static cudaStream_t g_stream; /* non-blocking, for the async allocator */
 
 /* Times pair() max_reps times or for the budget, after warmup calls;
- * returns the median in ns. */
+ * returns the median in ns per pair. Each sample times a batch of pairs,
+ * enough for about 4 us: two clock reads around one pair added the clock's
+ * own cost (20-40 ns on these hosts) to a pair of 60, and a batch holds a
+ * pool's occasional barrier in its sample instead of leaving it to the
+ * median's tail. */
 template <class F>
 static double time_pairs(F pair, int warmup, int *reps_out) {
+  uint64_t w0 = now_ns();
   for (int i = 0; i < warmup; i++) pair();
+  double guess = warmup > 0 ? (double)(now_ns() - w0) / warmup : 1000.0;
+  int batch = guess > 0 ? (int)(4000.0 / guess) : 64;
+  batch = batch < 1 ? 1 : batch > 64 ? 64 : batch;
   std::vector<double> v;
   v.reserve(g_max_reps);
   uint64_t start = now_ns(), budget = (uint64_t)(g_budget_s * 1e9);
-  while ((int)v.size() < g_max_reps && (v.size() < 20 || now_ns() - start < budget)) {
+  int done = 0;
+  while (done < g_max_reps && (v.size() < 20 || now_ns() - start < budget)) {
     uint64_t t0 = now_ns();
-    pair();
+    for (int i = 0; i < batch; i++) pair();
     uint64_t t1 = now_ns();
-    v.push_back((double)(t1 - t0));
+    v.push_back((double)(t1 - t0) / batch);
+    done += batch;
   }
-  *reps_out = (int)v.size();
+  *reps_out = done;
   return median(v.data(), v.size());
 }
 
@@ -76,8 +90,7 @@ static double time_malloc_pairs(size_t size, int *reps) {
  * again while one non-blocking stream is live (under cudapool every reuse
  * of the one hot block then needs a barrier), then cudaMallocAsync pairs on
  * that stream. Called before main creates any stream. */
-static void setup_async(int dev) {
-  CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+static void create_async_pool(int dev) {
   cudaMemPoolProps props;
   memset(&props, 0, sizeof props);
   props.allocType = cudaMemAllocationTypePinned;
@@ -89,11 +102,13 @@ static void setup_async(int dev) {
   CHECK(cudaMemPoolSetAttribute(g_async_pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
-static void bench_pairs(int dev) {
+static void setup_async(void) { CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking)); }
+
+static void bench_pairs(void) {
   double plain[NSIZES];
   int plain_reps[NSIZES];
   for (size_t i = 0; i < NSIZES; i++) plain[i] = time_malloc_pairs(pair_sizes[i], &plain_reps[i]);
-  setup_async(dev); /* g_stream is the live non-blocking stream from here on */
+  setup_async(); /* g_stream is the live non-blocking stream from here on */
 
   for (size_t i = 0; i < NSIZES; i++) {
     size_t size = pair_sizes[i];
@@ -118,7 +133,7 @@ static void bench_pairs(int dev) {
 static void bench_churn(void) {
   const int live = 64, warmup = 256;
   const size_t lo = 256, hi = 8u << 20;
-  const int n = warmup + g_max_reps;
+  const int n = warmup + g_max_reps + 64; /* time_pairs may end a batch past max_reps */
   std::vector<size_t> sizes(live + n);
   std::vector<int> slots(n);
   rng_t rng = rng_seed(42);
@@ -155,17 +170,18 @@ static void bench_churn(void) {
          lo, hi, allocator_name(), result[0], result[1], reps[0], reps[1]);
 }
 
-/* T threads, each on its own non-blocking stream, churning 8 live buffers of
- * 512 B - 1 MiB for a fixed time; returns pairs per second over all. */
-static double threads_run(int nthreads, bool async, bool work) {
+/* T threads, each on its own non-blocking stream (own_stream) or all on the
+ * legacy stream, churning 8 live buffers of 512 B - 1 MiB for a fixed time;
+ * returns pairs per second over all. */
+static double threads_run(int nthreads, bool async, bool work, bool own_stream) {
   std::atomic<int> ready(0);
   std::atomic<bool> go(false), stop(false);
   std::vector<unsigned long long> counts(nthreads, 0);
   std::vector<std::thread> ts;
   for (int t = 0; t < nthreads; t++) {
     ts.emplace_back([&, t] {
-      cudaStream_t s;
-      CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      cudaStream_t s = 0;
+      if (own_stream) CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       rng_t rng = rng_seed(500 + t);
       const int live = 8;
       void *bufs[live];
@@ -199,7 +215,7 @@ static double threads_run(int nthreads, bool async, bool work) {
       counts[t] = n;
       for (int i = 0; i < live; i++) release(i);
       CHECK(cudaStreamSynchronize(s));
-      CHECK(cudaStreamDestroy(s));
+      if (own_stream) CHECK(cudaStreamDestroy(s));
     });
   }
   while (ready.load() < nthreads) std::this_thread::yield();
@@ -219,12 +235,26 @@ static void bench_threads(void) {
   static const int ns[] = {1, 4, 16};
   for (int work = 0; work < 2; work++) {
     for (int n : ns) {
-      double direct = threads_run(n, false, work != 0);
-      double async = threads_run(n, true, work != 0);
+      double direct = threads_run(n, false, work != 0, true);
+      double async = threads_run(n, true, work != 0, true);
       printf("%s n=%d %s_pairs_per_s=%.0f async_pairs_per_s=%.0f seconds=%.2f\n",
              work ? "threads_work" : "threads", n, allocator_name(), direct, async,
              g_thread_seconds);
     }
+  }
+}
+
+/* The same churn in a program that creates no stream: every thread's work
+ * is on the legacy stream, so a pool may reuse a thread's own frees at once
+ * (cudapool's thread caches), and no barrier is ever needed. Runs before
+ * anything creates a stream; CUDA's pool is used on the legacy stream. */
+static void bench_threads_legacy(void) {
+  static const int ns[] = {1, 4, 16};
+  for (int n : ns) {
+    double direct = threads_run(n, false, false, false);
+    double async = threads_run(n, true, false, false);
+    printf("threads_legacy n=%d %s_pairs_per_s=%.0f async_pairs_per_s=%.0f seconds=%.2f\n", n,
+           allocator_name(), direct, async, g_thread_seconds);
   }
 }
 
@@ -256,7 +286,8 @@ static void bench_default_async(void) {
 }
 
 int main(int argc, char **argv) {
-  bool want_pairs = false, want_churn = false, want_threads = false, want_default = false, any = false;
+  bool want_pairs = false, want_churn = false, want_threads = false, want_default = false, want_legacy = false,
+       any = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       g_budget_s = 0.05;
@@ -270,20 +301,25 @@ int main(int argc, char **argv) {
       want_threads = any = true;
     } else if (!strcmp(argv[i], "default")) {
       want_default = any = true;
+    } else if (!strcmp(argv[i], "legacy")) {
+      want_legacy = any = true;
     } else {
-      fprintf(stderr, "usage: alloc_bench [--quick] [pairs] [churn] [threads] [default]\n");
+      fprintf(stderr, "usage: alloc_bench [--quick] [legacy] [pairs] [churn] [threads] [default]\n");
       return 2;
     }
   }
-  if (!any) want_pairs = want_churn = want_threads = want_default = true;
+  if (!any) want_legacy = want_pairs = want_churn = want_threads = want_default = true;
   print_header("alloc_bench");
   if (on_fake_runtime()) printf("INFO alloc_bench: simulated runtime: times are not GPU times\n");
 
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
   CHECK(cudaFree(0));
-  if (want_pairs) bench_pairs(dev); /* first: it times pairs before any stream exists */
-  else setup_async(dev);
+  create_async_pool(dev);
+  /* First: these two time what runs before any stream exists. */
+  if (want_legacy) bench_threads_legacy();
+  if (want_pairs) bench_pairs();
+  else setup_async();
   if (want_churn) bench_churn();
   if (want_threads) bench_threads();
   if (want_default) bench_default_async();
