@@ -13,12 +13,15 @@
  * blocks cannot serve another arena's threads, so arenas cost memory.
  *
  * What the arenas share (cp_shared_t, owned by the main pool):
- *   - the free order: every pending block's free_seq comes from one
- *     counter, so a mark (a synchronisation, a barrier) taken once says
- *     which frees of every arena it covers;
+ *   - the points in time: each arena numbers its own frees (free_seq,
+ *     published in seq_pub), and a mark (a synchronisation, a barrier) is
+ *     a point in each arena's order (cp_mark_t), so one mark says which
+ *     frees of every arena it covers (one counter for all arenas made
+ *     every free of every thread write one cache line);
  *   - barriers: a barrier any arena issued covers every free of every arena
- *     up to its mark (it orders all earlier work on every stream); the
- *     others apply it at their next decision (cp_arena_catch_up);
+ *     up to its mark (it orders all earlier work on every stream): each
+ *     arena's share is published in its covered_pub, and applied at its
+ *     next decision (cp_arena_catch_up);
  *   - the limit: bytes are claimed from one reserved count before the
  *     backend is called, so arenas growing at once never pass it together;
  *     the out-of-memory path empties the other arenas before failing;
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 
 #include "pool_internal.h"
+#include "util.h"
 
 #define TLS_HOMES 8 /* devices one thread remembers its arena for */
 
@@ -48,7 +52,7 @@ typedef struct tls_home {
 static __thread __attribute__((tls_model("initial-exec"))) tls_home_t my_homes[TLS_HOMES];
 
 int cp_shared_init(cp_pool_t *pool) {
-  cp_shared_t *sh = calloc(1, sizeof *sh);
+  cp_shared_t *sh = cp_zalloc_aligned(sizeof *sh, _Alignof(cp_shared_t));
   if (!sh) return ENOMEM;
   pthread_mutex_init(&sh->arenas_lock, NULL);
   pthread_mutex_init(&sh->barrier_lock, NULL);
@@ -117,17 +121,28 @@ void cp_budget_reset_peak(cp_pool_t *pool) {
 
 /* ---- barriers ------------------------------------------------------------------- */
 
-void cp_arena_publish_barrier(cp_pool_t *pool, uint64_t mark) {
-  cp_shared_t *sh = pool->shared;
-  uint64_t seen = atomic_load_explicit(&sh->covered_all, memory_order_relaxed);
-  while (seen < mark && !atomic_compare_exchange_weak_explicit(&sh->covered_all, &seen, mark,
-                                                               memory_order_release, memory_order_relaxed)) {
+/* Acquire: a free whose number a mark holds happened before the barrier
+ * that mark is taken for, and so did the work submitted before that free. */
+void cp_arena_marks(cp_pool_t *pool, cp_mark_t *out) {
+  out->n = cp_arena_count(pool);
+  for (unsigned i = 0; i < out->n; i++)
+    out->seq[i] = atomic_load_explicit(&cp_arena_at(pool, i)->seq_pub, memory_order_acquire);
+}
+
+void cp_arena_publish_barrier(cp_pool_t *pool, const cp_mark_t *mark) {
+  for (unsigned i = 0; i < mark->n; i++) {
+    _Atomic uint64_t *covered = &cp_arena_at(pool, i)->covered_pub;
+    uint64_t seen = atomic_load_explicit(covered, memory_order_relaxed);
+    while (seen < mark->seq[i] &&
+           !atomic_compare_exchange_weak_explicit(covered, &seen, mark->seq[i], memory_order_release,
+                                                  memory_order_relaxed)) {
+    }
   }
 }
 
 void cp_arena_catch_up(cp_pool_t *pool) {
   if (cp_arena_count(pool) == 1) return;
-  uint64_t mark = atomic_load_explicit(&pool->shared->covered_all, memory_order_acquire);
+  uint64_t mark = atomic_load_explicit(&pool->covered_pub, memory_order_acquire);
   if (mark <= pool->barrier_covered) return;
   /* What cp_try_barrier does after its own barrier. */
   pool->barrier_covered = mark;
@@ -171,6 +186,7 @@ static cp_pool_t *arena_make_locked(cp_pool_t *main) {
     if (a) {
       pthread_mutex_lock(&a->lock);
       atomic_store_explicit(&main->has_arenas, true, memory_order_relaxed); /* before n_arenas releases */
+      a->arena_index = n;
       sh->arenas[n] = a;
       atomic_store_explicit(&sh->n_arenas, n + 1, memory_order_release);
     }

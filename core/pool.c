@@ -72,7 +72,7 @@ size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size) {
 
 /* One pool (the main pool when main is NULL, else an arena of it). */
 static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_t *backend, cp_pool_t *main) {
-  cp_pool_t *pool = calloc(1, sizeof *pool);
+  cp_pool_t *pool = cp_zalloc_aligned(sizeof *pool, _Alignof(cp_pool_t));
   if (!pool) return NULL;
   pool->main = main ? main : pool;
   if (main)
@@ -336,7 +336,9 @@ static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t
 /* Every arena's allocated bytes: with one pool, its own. */
 static bool over_limit(cp_pool_t *pool, size_t rsize) {
   if (pool->cfg.limit == CP_NO_LIMIT) return false;
-  int64_t allocated = atomic_load_explicit(&pool->shared->allocated, memory_order_relaxed);
+  int64_t allocated = 0;
+  for (unsigned i = 0, n = cp_arena_count(pool); i < n; i++)
+    allocated += atomic_load_explicit(&cp_arena_at(pool, i)->allocated_now, memory_order_relaxed);
   return (size_t)(allocated > 0 ? allocated : 0) + rsize > pool->cfg.limit;
 }
 
@@ -672,15 +674,16 @@ int cp_record_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream) {
   return rc;
 }
 
-uint64_t cp_sync_mark(cp_pool_t *main) {
+void cp_sync_mark(cp_pool_t *main, cp_mark_t *out) {
   /* What thread caches hold was freed before the mark: the sync covers it. */
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+  out->n = cp_arena_count(main);
+  for (unsigned i = 0; i < out->n; i++) {
     cp_pool_t *pool = cp_arena_at(main, i);
     pthread_mutex_lock(&pool->lock);
     cp_fronts_flush_all(pool);
+    out->seq[i] = pool->free_seq;
     pthread_mutex_unlock(&pool->lock);
   }
-  return cp_seq_now(main);
 }
 
 /* Counted once, by the main pool. */
@@ -697,8 +700,9 @@ static void sync_device_one(cp_pool_t *pool, uint64_t mark) {
   cp_settle_and_unlock(pool);
 }
 
-void cp_sync_device(cp_pool_t *main, uint64_t mark) {
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) sync_device_one(cp_arena_at(main, i), mark);
+/* Arenas made after the mark had no frees before it. */
+void cp_sync_device(cp_pool_t *main, const cp_mark_t *mark) {
+  for (unsigned i = 0; i < mark->n; i++) sync_device_one(cp_arena_at(main, i), mark->seq[i]);
 }
 
 static void sync_stream_one(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
@@ -717,12 +721,12 @@ static void sync_stream_one(cp_pool_t *pool, uint64_t mark, uint64_t stream) {
   cp_settle_and_unlock(pool);
 }
 
-void cp_sync_stream(cp_pool_t *main, uint64_t mark, uint64_t stream) {
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++)
-    sync_stream_one(cp_arena_at(main, i), mark, stream);
+void cp_sync_stream(cp_pool_t *main, const cp_mark_t *mark, uint64_t stream) {
+  for (unsigned i = 0; i < mark->n; i++) sync_stream_one(cp_arena_at(main, i), mark->seq[i], stream);
 }
 
-void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live) {
+void cp_synced_stream(cp_pool_t *pool, const cp_mark_t *mark, uint64_t stream, bool legacy,
+                      bool nonblocking_live) {
   if (!legacy)
     cp_sync_stream(pool, mark, stream);
   else if (!nonblocking_live)

@@ -161,19 +161,26 @@ int cp_block_find(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out);
  * device synchronisation, or a synchronisation of `stream` too. 0 or ENOENT. */
 int cp_record_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream);
 
-/* Synchronisation points. cp_sync_mark() before the real call returns a mark;
- * after the call returns, report what it covered with the mark: */
-uint64_t cp_sync_mark(cp_pool_t *pool);
+/* Synchronisation points. cp_sync_mark() before the real call takes a mark
+ * (a point in each arena's free order); after the call returns, report what
+ * it covered with the mark: */
+#define CP_ARENAS_MAX 64
+typedef struct cp_mark {
+  unsigned n; /* arenas it names */
+  uint64_t seq[CP_ARENAS_MAX];
+} cp_mark_t;
+void cp_sync_mark(cp_pool_t *pool, cp_mark_t *out);
 /* The whole device was idle: every block freed before the mark is ready. */
-void cp_sync_device(cp_pool_t *pool, uint64_t mark);
+void cp_sync_device(cp_pool_t *pool, const cp_mark_t *mark);
 /* `stream` was idle: blocks freed before the mark that were allocated for it
  * and recorded on no other stream are ready. */
-void cp_sync_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream);
+void cp_sync_stream(cp_pool_t *pool, const cp_mark_t *mark, uint64_t stream);
 /* The rule for a completed stream synchronisation, for the shim and the
  * replayer alike: the legacy stream waits for every blocking stream, so with
  * no non-blocking stream live its synchronisation covered the whole device;
  * any other stream covers its own blocks. */
-void cp_synced_stream(cp_pool_t *pool, uint64_t mark, uint64_t stream, bool legacy, bool nonblocking_live);
+void cp_synced_stream(cp_pool_t *pool, const cp_mark_t *mark, uint64_t stream, bool legacy,
+                      bool nonblocking_live);
 
 /* Make pending blocks ready (barrier, else wait for fences), then release
  * every whole free segment. Returns the bytes released. */

@@ -59,14 +59,7 @@ typedef struct cp_fence_rec {
 
 /* What the arenas of one device share (arena.c); owned by the main pool.
  * The atomics live on their own cache lines: every arena writes them. */
-#define CP_ARENAS_MAX 64
 typedef struct cp_shared {
-  /* The free order of every arena: a pending block's free_seq comes from
-   * here, so one mark (a sync, a barrier) says which frees of every arena
-   * it covers. */
-  _Alignas(64) _Atomic uint64_t seq;
-  /* The newest seq a completed barrier of any arena covered. */
-  _Alignas(64) _Atomic uint64_t covered_all;
   /* One barrier in flight on the device at a time (reuse.c): an arena that
    * needs one meanwhile waits for it, and issues the next only if it did
    * not cover its frees. Barriers reach every stream: issued one after
@@ -80,10 +73,6 @@ typedef struct cp_shared {
    * those the backend gave (no claim in flight), and its peak. */
   _Alignas(64) _Atomic size_t reserved;
   _Atomic size_t held, held_peak;
-  /* Bytes allocated in every arena (each arena's allocated_bytes, as it
-   * changes under its lock, thread caches' figures once folded): a limit
-   * lowered below what is cached stops them all handing it out. */
-  _Alignas(64) _Atomic int64_t allocated;
   _Alignas(64) pthread_mutex_t arenas_lock; /* making arenas; the config of all */
   _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
   cp_pool_t *arenas[CP_ARENAS_MAX];
@@ -103,7 +92,7 @@ struct cp_pool {
   struct cp_segment_tree segments;   /* by base address */
   cp_segment_t *oldest, *newest;     /* creation order */
   cp_block_t *fifo_head, *fifo_tail; /* PENDING blocks in free order */
-  uint64_t free_seq;                 /* last sequence number handed out */
+  uint64_t free_seq;                 /* last sequence number handed out (this arena's own order) */
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
   uint64_t completed_seq;            /* the device work of every free up to it has completed */
   /* Barriers in flight (reuse.c, cp_try_barrier): one at a time is issued
@@ -125,10 +114,23 @@ struct cp_pool {
   atomic_bool front_on; /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
+  /* stats.allocated_bytes.current, published for other arenas' limit
+   * checks (over_limit sums every arena's). Written under the lock; a
+   * per-arena word, where one shared total made every arena's threads
+   * write one cache line twice a pair. */
+  _Atomic int64_t allocated_now;
   /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
    * and the arenas its threads moved to when its lock was contended. */
   cp_pool_t *main;
-  cp_shared_t *shared; /* main's, for every arena */
+  cp_shared_t *shared;  /* main's, for every arena */
+  unsigned arena_index; /* in shared->arenas */
+  /* Each arena numbers its own frees: a barrier or a sync takes a mark in
+   * every arena's order (cp_mark_t). One counter for all made every free
+   * of every thread write one cache line. seq_pub: free_seq, published
+   * (release) for a barrier's mark; covered_pub: the newest mark in this
+   * arena's order that a completed barrier of any arena covered. */
+  _Alignas(64) _Atomic uint64_t seq_pub;
+  _Atomic uint64_t covered_pub;
 };
 
 /* block structs */
@@ -230,13 +232,12 @@ void cp_fronts_update_on(cp_pool_t *pool);
 void cp_fronts_orphan(cp_pool_t *pool);
 
 /* arenas (arena.c) */
-/* The next pending block's place in the free order of every arena. */
+/* The next pending block's place in this arena's free order. Published
+ * with release: a barrier whose mark reads it covers the free. */
 static inline uint64_t cp_seq_next(cp_pool_t *pool) {
-  return pool->free_seq = atomic_fetch_add_explicit(&pool->shared->seq, 1, memory_order_acq_rel) + 1;
-}
-/* Every free of every arena so far is at or before this. */
-static inline uint64_t cp_seq_now(cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->seq, memory_order_acquire);
+  pool->free_seq++;
+  atomic_store_explicit(&pool->seq_pub, pool->free_seq, memory_order_release);
+  return pool->free_seq;
 }
 static inline unsigned cp_arena_count(const cp_pool_t *pool) {
   return atomic_load_explicit(&pool->shared->n_arenas, memory_order_acquire);
@@ -257,18 +258,24 @@ size_t cp_budget_held(const cp_pool_t *pool);
 size_t cp_budget_held_peak(const cp_pool_t *pool);
 void cp_budget_reset_peak(cp_pool_t *pool);
 void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
-/* allocated_bytes of this arena changed by delta (the stat and the shared total). */
+/* allocated_bytes of this arena changed (the stat, then what others read). */
+static inline void cp_allocated_publish(cp_pool_t *pool) {
+  atomic_store_explicit(&pool->allocated_now, pool->stats.allocated_bytes.current, memory_order_relaxed);
+}
 static inline void cp_allocated_add(cp_pool_t *pool, int64_t delta) {
   cp_stat_add(&pool->stats.allocated_bytes, delta);
-  atomic_fetch_add_explicit(&pool->shared->allocated, delta, memory_order_relaxed);
+  cp_allocated_publish(pool);
 }
 /* Whether a request of rsize bytes would take every arena's allocated bytes
  * past the limit (then no memory, cached or new, may serve it). */
 bool cp_over_limit(cp_pool_t *pool, size_t rsize);
 /* Pool lock held: what other arenas' barriers made ready here, made ready. */
 void cp_arena_catch_up(cp_pool_t *pool);
-/* A barrier covered every free of every arena up to mark: they learn it. */
-void cp_arena_publish_barrier(cp_pool_t *pool, uint64_t mark);
+/* Every arena's frees so far (their published seq): what a barrier issued
+ * now covers. */
+void cp_arena_marks(cp_pool_t *pool, cp_mark_t *out);
+/* A barrier covered every arena's frees up to its mark: they learn it. */
+void cp_arena_publish_barrier(cp_pool_t *pool, const cp_mark_t *mark);
 int cp_shared_init(cp_pool_t *pool);
 void cp_shared_fini(cp_pool_t *pool);
 /* A new arena of main (pool.c), or NULL. */

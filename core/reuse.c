@@ -1,7 +1,7 @@
 /* reuse.c: when a freed block may be handed out again.
  *
  * Pending blocks sit in a FIFO in free order (free_seq grows by one per
- * free), so completing "everything freed up to seq" is a walk from the head.
+ * free of this arena), so completing "everything freed up to seq" is a walk from the head.
  * Barriers complete every pending block at once. Fences are batched: one is
  * recorded only when pending blocks exist that no fence covers yet, and it
  * covers all of them; fences complete in the order they were recorded, since
@@ -234,7 +234,7 @@ static bool device_barrier(cp_pool_t *pool, uint64_t want, int *rc, uint64_t *ma
   cp_shared_t *sh = pool->shared;
   pthread_mutex_lock(&sh->barrier_lock);
   for (;;) {
-    if (atomic_load_explicit(&sh->covered_all, memory_order_acquire) >= want) {
+    if (atomic_load_explicit(&pool->covered_pub, memory_order_acquire) >= want) {
       pthread_mutex_unlock(&sh->barrier_lock);
       return true;
     }
@@ -246,12 +246,14 @@ static bool device_barrier(cp_pool_t *pool, uint64_t want, int *rc, uint64_t *ma
   sh->barrier_in_flight = true;
   /* Every arena's frees so far, not only this one's: the barrier covers
    * them all (it orders all past work on every stream). */
-  *mark = cp_seq_now(pool);
+  cp_mark_t marks;
+  cp_arena_marks(pool, &marks);
+  *mark = marks.seq[pool->arena_index];
   pthread_mutex_unlock(&sh->barrier_lock);
   *rc = pool->be.barrier(pool->be.ctx, pool->device);
   pthread_mutex_lock(&sh->barrier_lock);
   sh->barrier_in_flight = false;
-  if (*rc == 0) cp_arena_publish_barrier(pool, *mark);
+  if (*rc == 0) cp_arena_publish_barrier(pool, &marks);
   pthread_cond_broadcast(&sh->barrier_done);
   pthread_mutex_unlock(&sh->barrier_lock);
   return false;
@@ -284,9 +286,11 @@ cp_barrier_t cp_try_barrier(cp_pool_t *pool) {
     pool->barrier_in_flight = false;
     pthread_cond_broadcast(&pool->barrier_done);
   } else {
-    mark = cp_seq_now(pool);
+    cp_mark_t marks;
+    cp_arena_marks(pool, &marks);
+    mark = marks.seq[pool->arena_index];
     rc = pool->be.barrier(pool->be.ctx, pool->device);
-    if (rc == 0) cp_arena_publish_barrier(pool, mark);
+    if (rc == 0) cp_arena_publish_barrier(pool, &marks);
   }
   if (covered) {
     cp_arena_catch_up(pool);

@@ -52,6 +52,15 @@
     *((el)->next ? &(el)->next->prev : &(last)) = (el)->prev;  \
   } while (0)
 
+/* Zeroed memory for a struct with cache-line-aligned members (calloc
+ * promises 16 bytes), or NULL; free() releases it. */
+static inline void *cp_zalloc_aligned(size_t size, size_t align) {
+  size_t rounded = (size + align - 1) / align * align;
+  void *p = aligned_alloc(align, rounded);
+  if (p) memset(p, 0, rounded);
+  return p;
+}
+
 /* A new last element of the array whose pointer is at array_ptr (n used,
  * cap allocated, elem bytes each; the capacity doubles, from 16), or NULL
  * without memory (then nothing changed). The pointer is copied in and out

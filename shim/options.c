@@ -30,7 +30,7 @@ typedef enum cp_opt_kind {
   CP_OPT_BOOL,     /* bool */
   CP_OPT_STATS,    /* char[CP_OPTION_PATH_MAX]: "", "stderr" or a path */
   CP_OPT_TRACE,    /* char[CP_OPTION_PATH_MAX]: "" or a path */
-  CP_OPT_COUNT,    /* unsigned, 1..CP_OPTION_COUNT_MAX */
+  CP_OPT_COUNT,    /* unsigned, 1..CP_OPTION_COUNT_MAX, or 0 for "auto" */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -102,10 +102,10 @@ static const cp_option_desc_t cp_option_table[] = {
      DEFAULT_IS("the device's granularity, 2 MiB on the H200"), SIZE_FORM,
      "with CUDAPOOL_EXPANDABLE=1: the unit of device memory mapped and unmapped (rounded up to a power of "
      "two and the granularity); 0 = the granularity"},
-    {"CUDAPOOL_ARENAS", CP_OPT_COUNT, offsetof(cp_options_t, arenas), "8", DEFAULT_IS("8"),
-     "a whole number from 1 to 64",
+    {"CUDAPOOL_ARENAS", CP_OPT_COUNT, offsetof(cp_options_t, arenas), "auto", DEFAULT_IS("auto"),
+     "a whole number from 1 to 64, or auto",
      "most pools per device that threads move to when they keep finding the pool's lock taken; 1 = one "
-     "pool"},
+     "pool; auto = one per CPU the process may run on, at most 64"},
     {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
      "1/true/on/yes or 0/false/off/no",
      "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
@@ -160,7 +160,15 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
     case CP_OPT_BOOL: return cp_parse_bool(text, field);
     case CP_OPT_STATS: return parse_path(text, true, field);
     case CP_OPT_TRACE: return parse_path(text, false, field);
-    case CP_OPT_COUNT: return cp_parse_count(text, 1, CP_OPTION_COUNT_MAX, field);
+    case CP_OPT_COUNT: {
+      static const char *const auto_word[] = {"auto"};
+      int i;
+      if (cp_parse_keyword(text, auto_word, 1, &i) == 0) {
+        *(unsigned *)field = 0;
+        return 0;
+      }
+      return cp_parse_count(text, 1, CP_OPTION_COUNT_MAX, field);
+    }
   }
   return -1;
 }
@@ -256,7 +264,8 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
     case CP_OPT_STATS:
     case CP_OPT_TRACE: word = ((const char *)field)[0] != '\0' ? field : "0"; break;
     case CP_OPT_COUNT: {
-      int len = snprintf(buf, cap, "%u", *(const unsigned *)field);
+      unsigned count = *(const unsigned *)field;
+      int len = count ? snprintf(buf, cap, "%u", count) : snprintf(buf, cap, "auto");
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }
   }

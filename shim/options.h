@@ -56,7 +56,7 @@ typedef struct cp_options {
   bool expandable;                /* CUDAPOOL_EXPANDABLE: large pool on CUDA virtual memory */
   uint64_t expandable_page;       /* CUDAPOOL_EXPANDABLE_PAGE: bytes mapped at a time (0: granularity) */
   bool live;                      /* CUDAPOOL_LIVE: counters readable by `cudapool stats PID` */
-  unsigned arenas;                /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX) */
+  unsigned arenas; /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX; 0: auto) */
 } cp_options_t;
 
 #define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool_internal.h) */

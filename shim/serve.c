@@ -2,8 +2,10 @@
 #include "serve.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "entry_stats.h"
@@ -61,6 +63,18 @@ static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t
   }
 }
 
+/* CUDAPOOL_ARENAS=auto: one arena per CPU the process may run on, so that
+ * every thread that runs at once can have its own (16 threads shared 8
+ * arenas on the H200 at half the pairs/s: docs/BENCHMARKS.md). Arenas are
+ * made only for threads that contend, so a program whose threads take
+ * turns still has one pool. */
+static unsigned arenas_auto(void) {
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > CP_ARENAS_MAX ? CP_ARENAS_MAX : (unsigned)n;
+}
+
 static cp_pool_t *create_pool(cp_device_t *dev) {
   const cp_api_t *api = cp_api();
   if (!api) return NULL;
@@ -75,7 +89,7 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
   if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
   cfg.expandable = cp_opts.expandable;
-  cfg.arenas = cp_opts.arenas;
+  cfg.arenas = cp_opts.arenas ? cp_opts.arenas : arenas_auto();
   cfg.expandable_size = total; /* a range as large as the device: one is enough */
   cp_backend_t be = cp_cuda_backend(dev);
   cp_pool_t *pool = NULL;
@@ -245,7 +259,7 @@ bool cp_serve_ipc_exportable(uintptr_t p) {
 
 cp_sync_t cp_serve_sync_begin(cp_device_t *dev) {
   cp_sync_t s = {.dev = dev, .pool = dev ? cp_device_pool_if_any(dev) : NULL};
-  if (s.pool) s.mark = cp_sync_mark(s.pool);
+  if (s.pool) cp_sync_mark(s.pool, &s.mark);
   return s;
 }
 
@@ -255,14 +269,14 @@ void cp_serve_synced_stream(const cp_sync_t *s, bool ok, uintptr_t stream, bool 
   if (!ok || !s->pool) return;
   uint64_t tag = cp_stream_tag(stream, per_thread_api);
   bool legacy = tag == CP_STREAM_TAG_LEGACY, nonblocking_live = cp_device_nonblocking_live(s->dev);
-  cp_synced_stream(s->pool, s->mark, tag, legacy, nonblocking_live);
+  cp_synced_stream(s->pool, &s->mark, tag, legacy, nonblocking_live);
   /* The legacy stream's own stream-ordered frees, when it covered less. */
-  if (legacy && nonblocking_live) cp_sync_stream(s->pool, s->mark, tag);
+  if (legacy && nonblocking_live) cp_sync_stream(s->pool, &s->mark, tag);
 }
 
 void cp_serve_synced_device(const cp_sync_t *s, bool ok) {
   if (s->dev && cp_trace_enabled()) cp_trace_sync_device();
-  if (ok && s->pool) cp_sync_device(s->pool, s->mark);
+  if (ok && s->pool) cp_sync_device(s->pool, &s->mark);
 }
 
 /* ---- streams --------------------------------------------------------------------- */

@@ -93,7 +93,7 @@ int cp_serve_block_of(uintptr_t p, cp_block_info_t *out);
 typedef struct cp_sync {
   cp_device_t *dev;
   cp_pool_t *pool;
-  uint64_t mark;
+  cp_mark_t mark;
 } cp_sync_t;
 cp_sync_t cp_serve_sync_begin(cp_device_t *dev);
 /* per_thread_api: the program called the _ptsz variant (stream 0 is then

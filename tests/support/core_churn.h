@@ -95,7 +95,11 @@ static void *churn_thread(void *arg) {
       churn_claim(p, cp_block_size(churn_state.pool, p));
       live[slot] = p;
     }
-    if (rng % 1024 == 0) cp_sync_device(churn_state.pool, cp_sync_mark(churn_state.pool));
+    if (rng % 1024 == 0) {
+      cp_mark_t mark;
+      cp_sync_mark(churn_state.pool, &mark);
+      cp_sync_device(churn_state.pool, &mark);
+    }
     if (churn_state.front && id == 0 && rng % 512 == 1) {
       cudapool_stats_t s;
       cp_get_stats(churn_state.pool, &s); /* flushes every thread's cache */
@@ -116,7 +120,11 @@ static cp_pool_t *churn_run_with(bool front, bool unkeyed, bool arenas) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   if (arenas) {
-    cfg.arenas = 4;
+    /* churn_move_arena holds the main pool's lock while it allocates: with
+     * a cap below one arena per thread plus the main pool, a thread finding
+     * every other arena's lock taken and no room for a new one would wait
+     * for the lock it holds itself. */
+    cfg.arenas = CHURN_THREADS + 1;
     cfg.arena_move_after = 1;
   }
   cp_sim_init(&churn_state.sim, CHURN_SPACE);

@@ -67,6 +67,13 @@ static inline void fx_free_idle(uintptr_t p) {
   cr_assert(eq(int, cp_free(F.pool, p, 0, CP_FREE_DEVICE_IDLE), 0));
 }
 
+/* The program synchronised the device: every free so far is complete. */
+static inline void fx_sync_now(void) {
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
+  cp_sync_device(F.pool, &mark);
+}
+
 static inline void fx_free(uintptr_t p, uint64_t key) { cr_assert(eq(int, cp_free(F.pool, p, key, 0), 0)); }
 
 static inline cudapool_stats_t fx_stats(void) {

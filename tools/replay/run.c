@@ -145,6 +145,7 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
   const size_t step = t->n / 200000 + 1;
   uint64_t busy = 0;
   size_t i = 0;
+  cp_mark_t mark;
   for (size_t n; (n = rp_cursor_next(&c)) > 0;) {
     const rp_event_t *ev = c.ev;
     const uint32_t *line = c.line;
@@ -174,11 +175,13 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
           /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
           if (e->stream <= 1 && model.nonblocking == 0)
             cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
-          cp_synced_stream(pool, cp_sync_mark(pool), e->stream, e->stream <= 1, model.nonblocking != 0);
+          cp_sync_mark(pool, &mark);
+          cp_synced_stream(pool, &mark, e->stream, e->stream <= 1, model.nonblocking != 0);
           break;
         case RP_OP_SYNC_DEVICE:
           cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
-          cp_sync_device(pool, cp_sync_mark(pool));
+          cp_sync_mark(pool, &mark);
+          cp_sync_device(pool, &mark);
           break;
         case RP_OP_EMPTY_CACHE:
           cp_empty_cache(pool);

@@ -155,6 +155,40 @@ Test(arenas, one_barrier_readies_the_frees_of_every_arena) {
   close_after_one_barrier(a2, c2);
 }
 
+/* Each arena numbers its own frees: a barrier's mark is a point in each
+ * one's order. The main pool has freed 31 times, arena 1 once; arena 1's
+ * barrier still covers the main pool's last free. */
+Test(arenas, a_barrier_covers_each_arena_up_to_its_own_count_of_frees) {
+  open_arenas(GiB, 0);
+  uintptr_t a = fx_alloc(20 * MiB);
+  for (int i = 0; i < 30; i++) fx_free(fx_alloc(4096), 0); /* pending, no barrier: too few bytes */
+  fx_free(a, 0);                                           /* the main pool's 31st free */
+  cr_assert(eq(u64, F.sim.barriers, 0));
+  uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0);
+  cr_assert(eq(int, cp_front_free(F.pool, c, 0, 0), 0)); /* arena 1's first */
+  uintptr_t c2 = fr_alloc(20 * MiB, 0);                  /* arena 1's barrier */
+  cr_assert(eq(u64, c2, c));
+  cr_assert(eq(u64, F.sim.barriers, 1));
+  uintptr_t a2 = fx_alloc(20 * MiB); /* covered by it: no barrier of its own */
+  cr_assert(eq(u64, a2, a));
+  cr_assert(eq(u64, F.sim.barriers, 1));
+  /* The other way: the main pool's barrier covers arena 1's second free
+   * (through cp_free: a thread cache's deferred free would take its place
+   * in the order only at arena 1's next flush). */
+  fx_free(c2, 0);
+  fx_free(a2, 0);
+  cr_assert(eq(u64, fx_alloc(20 * MiB), a));
+  cr_assert(eq(u64, F.sim.barriers, 2));
+  cr_assert(eq(u64, fr_alloc(20 * MiB, 0), c));
+  cr_assert(eq(u64, F.sim.barriers, 2));
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_barriers, 2));
+  cr_assert(eq(i64, s.segments.current, 3)); /* the two 20 MiB blocks' and the small blocks' */
+  fx_free_idle(a);
+  fx_free_idle(c);
+  fx_close();
+}
+
 Test(arenas, one_sync_mark_covers_the_frees_of_every_arena) {
   open_arenas(GiB, 0);
   F.sim.barrier_enabled = false;
@@ -163,14 +197,14 @@ Test(arenas, one_sync_mark_covers_the_frees_of_every_arena) {
   fx_free(a, 0);
   uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0);
   cr_assert(eq(int, cp_front_free(F.pool, c, 0, 0), 0)); /* deferred: the mark takes it in */
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(u64, fr_alloc(20 * MiB, 0), c));
   cr_assert(eq(u64, fx_alloc(20 * MiB), a));
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.num_sync_points, 1));
   cr_assert(eq(i64, s.segments.current, 2));
   cr_assert(eq(i64, s.pending_bytes.current, 0));
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(int, cp_free(F.pool, a, 0, CP_FREE_DEVICE_IDLE), 0));
   cr_assert(eq(int, cp_free(F.pool, c, 0, CP_FREE_DEVICE_IDLE), 0));
   fx_close();

@@ -103,7 +103,8 @@ Test(barrier_group, threads_cycling_unkeyed_blocks_hold_a_segment_each) {
   for (int i = 0; i < CYCLERS; i++) pthread_join(t[i], NULL);
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.num_alloc, CYCLERS * CYCLES));
-  cr_assert(le(i64, s.segments.peak, CYCLERS), "%lld segments for %d blocks", (long long)s.segments.peak, CYCLERS);
+  cr_assert(le(i64, s.segments.peak, CYCLERS), "%lld segments for %d blocks", (long long)s.segments.peak,
+            CYCLERS);
   fx_close();
 }
 

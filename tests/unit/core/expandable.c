@@ -130,7 +130,7 @@ Test(expandable, pages_of_a_block_freed_before_a_barrier_wait_for_completion) {
   cr_assert(eq(u64, F.sim.barriers, 1));
   cr_assert(eq(i64, reserved(), 12 * MiB));
   cr_assert(eq(u64, F.sim.pages_unmapped, 0));
-  cp_sync_device(F.pool, cp_sync_mark(F.pool)); /* the program synchronised */
+  fx_sync_now(); /* the program synchronised */
   cr_assert(eq(sz, cp_trim(F.pool, 0), 4 * MiB));
   cr_assert(eq(i64, reserved(), 8 * MiB));
   close_expandable();
@@ -233,7 +233,7 @@ Test(expandable, invariants_hold_under_random_sequences) {
       cr_assert(eq(int, cp_free(F.pool, live[slot], (rng >> 40) % 3, (rng >> 44) % 5 == 0), 0));
       live[slot] = 0;
     } else if (what < 93) {
-      cp_sync_device(F.pool, cp_sync_mark(F.pool));
+      fx_sync_now();
     } else if (what < 96) {
       cp_trim(F.pool, (rng >> 30) % (64 * MiB));
     } else if (what < 98) {
@@ -267,7 +267,7 @@ Test(expandable, no_barrier_no_fence_never_hands_out_a_pending_block) {
     int rc = cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 2, &b);
     cr_assert(eq(int, rc, ENOMEM), "try %d: another key got the pending block %#lx", i, (unsigned long)b);
   }
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(int, cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 2, &b), 0));
   cr_assert(eq(u64, b, a), "after a synchronisation it is ready");
   cr_assert(eq(int, cp_free(F.pool, b, 2, 0), 0));

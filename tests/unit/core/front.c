@@ -171,7 +171,7 @@ Test(front, flushed_by_a_limit_change) {
 Test(front, flushed_by_a_sync_mark_so_the_sync_covers_it) {
   fx_open(GiB);
   one_held();
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(sz, held(), 0));
   cr_assert(eq(i64, fx_stats().pending_bytes.current, 0), "the sync made it ready");
   fx_close();
@@ -574,7 +574,7 @@ Test(front, a_thread_leaving_a_retired_pool_gives_nothing_back) {
   pthread_t t;
   pthread_create(&t, NULL, cache_one_and_exit, NULL);
   pthread_join(t, NULL);
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cp_empty_cache(F.pool);
   cr_assert(eq(sz, cp_sim_live_count(&F.sim), 1), "the retired pool gave its segment back");
   cp_pool_drop(F.pool);

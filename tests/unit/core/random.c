@@ -130,14 +130,17 @@ static void do_other(model_t *m) {
       break;
     case 1: cp_sim_complete_fences(&F.sim, F.sim.fences_recorded - rnd(m) % 2); break;
     case 2: {
-      uint64_t mark = cp_sync_mark(F.pool);
-      cp_sync_device(F.pool, mark);
+      cp_mark_t mark;
+      cp_sync_mark(F.pool, &mark);
+      cp_sync_device(F.pool, &mark);
       m->syncs++;
       break;
     }
     case 3: {
-      uint64_t s = rnd(m) % 4, mark = cp_sync_mark(F.pool);
-      cp_sync_stream(F.pool, mark, s);
+      uint64_t s = rnd(m) % 4;
+      cp_mark_t mark;
+      cp_sync_mark(F.pool, &mark);
+      cp_sync_stream(F.pool, &mark, s);
       m->stream_syncs[s]++;
       break;
     }

@@ -99,10 +99,11 @@ Test(reuse, a_free_on_another_stream_makes_the_block_that_streams) {
   cr_assert(eq(u64, fx_alloc_on(BIG, 9, 7), a), "the freeing stream with its key reuses at once");
   cr_assert(eq(u64, fx_stats().num_immediate_reuse, 1));
   cr_assert(eq(int, cp_free_on_stream(F.pool, a, 9, 7, 0), 0));
-  uint64_t mark = cp_sync_mark(F.pool);
-  cp_sync_stream(F.pool, mark, 5);
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
+  cp_sync_stream(F.pool, &mark, 5);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)BIG), "the old stream's sync covers nothing");
-  cp_sync_stream(F.pool, mark, 9);
+  cp_sync_stream(F.pool, &mark, 9);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, 0));
   cr_assert(eq(u64, fx_alloc_on(BIG, 3, 0), a));
   cr_assert(eq(int, cp_free_on_stream(F.pool, a + 512, 9, 7, 0), EINVAL));
@@ -119,10 +120,11 @@ Test(reuse, a_device_wide_free_leaves_the_blocks_stream) {
   F.sim.fence_enabled = false;
   uintptr_t a = fx_alloc_on(BIG, 5, 0);
   cr_assert(eq(int, cp_free_on_stream(F.pool, a, CP_STREAM_DEVICE, 0, 0), 0));
-  uint64_t mark = cp_sync_mark(F.pool);
-  cp_sync_stream(F.pool, mark, 5);
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
+  cp_sync_stream(F.pool, &mark, 5);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)BIG));
-  cp_sync_device(F.pool, mark);
+  cp_sync_device(F.pool, &mark);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, 0));
   fx_close();
 }
@@ -148,7 +150,7 @@ Test(reuse, split_of_a_keyed_block_keeps_the_rest_pending) {
   uintptr_t other = fx_alloc_on(5 * MiB, 0, 0);
   cr_assert(ne(u64, other, a + 5 * MiB), "the rest is still pending for key 0");
   cr_assert(eq(u64, fx_alloc_on(5 * MiB, 0, 7), a + 5 * MiB), "but reusable by key 7");
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(u64, fx_alloc_on(5 * MiB, 0, 0), a + 10 * MiB));
   fx_close();
 }
@@ -163,10 +165,11 @@ Test(reuse, record_stream_blocks_same_key_reuse_until_device_sync) {
   cr_assert(eq(int, cp_record_stream(F.pool, a + 512, 2), ENOENT));
   fx_free(a, 7);
   cr_assert(ne(u64, fx_alloc_on(BIG, 1, 7), a));
-  uint64_t mark = cp_sync_mark(F.pool);
-  cp_sync_stream(F.pool, mark, 1);
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
+  cp_sync_stream(F.pool, &mark, 1);
   cr_assert(ne(u64, fx_alloc_on(BIG, 1, 0), a), "stream 2 may still use it");
-  cp_sync_device(F.pool, mark);
+  cp_sync_device(F.pool, &mark);
   cr_assert(eq(u64, fx_alloc_on(BIG, 1, 0), a));
   fx_close();
 }
@@ -177,10 +180,11 @@ Test(reuse, stream_sync_completes_that_streams_blocks) {
   F.sim.fence_enabled = false;
   uintptr_t a = fx_alloc_on(BIG, 5, 0);
   fx_free(a, 0);
-  uint64_t mark = cp_sync_mark(F.pool);
-  cp_sync_stream(F.pool, mark, 6);
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
+  cp_sync_stream(F.pool, &mark, 6);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)BIG));
-  cp_sync_stream(F.pool, mark, 5);
+  cp_sync_stream(F.pool, &mark, 5);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, 0));
   cr_assert(eq(u64, fx_alloc(BIG), a));
   cr_assert(eq(u64, fx_stats().num_sync_points, 2));
@@ -193,9 +197,10 @@ Test(reuse, sync_covers_only_frees_before_its_mark) {
   F.sim.fence_enabled = false;
   uintptr_t a = fx_alloc(BIG), b = fx_alloc(BIG);
   fx_free(a, 0);
-  uint64_t mark = cp_sync_mark(F.pool);
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
   fx_free(b, 0); /* freed while the synchronisation was in flight */
-  cp_sync_device(F.pool, mark);
+  cp_sync_device(F.pool, &mark);
   cr_assert(eq(i64, fx_stats().pending_bytes.current, (int64_t)BIG));
   cr_assert(eq(u64, fx_alloc(BIG), a));
   cr_assert(ne(u64, fx_alloc(BIG), b));
@@ -208,7 +213,7 @@ Test(reuse, device_sync_retires_fences) {
   uintptr_t a = fx_alloc(BIG);
   fx_free(a, 0);
   fx_alloc(BIG); /* records fence 1 */
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(u64, F.sim.fences_released, 1));
   cr_assert(eq(u64, fx_alloc(BIG), a));
   cr_assert(eq(u64, F.sim.fence_queries, 1), "no query for a retired fence");

@@ -155,7 +155,7 @@ Test(rules, pending_blocks_do_not_coalesce_until_ready) {
   fx_free(a, 0);
   cr_assert(eq(u64, fx_stats().blocks, 2));
   cr_assert(eq(u64, fx_stats().largest_free_block, 0));
-  cp_sync_device(F.pool, cp_sync_mark(F.pool));
+  fx_sync_now();
   cr_assert(eq(u64, fx_stats().largest_free_block, 1 * MiB));
   fx_free_idle(b);
   cr_assert(eq(u64, fx_stats().blocks, 1));

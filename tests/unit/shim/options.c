@@ -67,7 +67,7 @@ static void assert_defaults(const cp_options_t *o) {
   cr_assert(eq(int, o->verbose, 0));
   cr_assert(eq(str, (char *)o->trace, ""));
   cr_assert(eq(int, o->layer, CP_LAYER_BOTH));
-  cr_assert(eq(u32, o->arenas, 8));
+  cr_assert(eq(u32, o->arenas, 0)); /* auto: one per CPU, resolved when the pool is made */
 }
 
 /* ---- sizes ------------------------------------------------------------- */
@@ -353,6 +353,19 @@ Test(options, every_option_read) {
   cr_assert(eq(int, o.layer, CP_LAYER_DRIVER));
 }
 
+Test(options, arenas_auto_word) {
+  cp_options_t o;
+  char warned[1024];
+  fake_set("CUDAPOOL_ARENAS", " Auto ");
+  load(&o, warned, sizeof warned);
+  cr_assert(eq(str, warned, ""));
+  cr_assert(eq(u32, o.arenas, 0));
+  fake_set("CUDAPOOL_ARENAS", "64");
+  load(&o, warned, sizeof warned);
+  cr_assert(eq(str, warned, ""));
+  cr_assert(eq(u32, o.arenas, 64));
+}
+
 Test(options, null_get_reads_the_environment) {
   cp_options_t o;
   setenv("CUDAPOOL_LIMIT", "2G", 1);
@@ -397,20 +410,25 @@ struct warn_case {
 ParameterizedTestParameters(warnings, exact_text) {
   static struct warn_case cases[] = {
       {"CUDAPOOL_ARENAS", "0",
-       "cudapool: warning: CUDAPOOL_ARENAS=\"0\" is not a count (accepted: a whole number from 1 to 64); "
-       "using the default (8)\n"},
+       "cudapool: warning: CUDAPOOL_ARENAS=\"0\" is not a count (accepted: a whole number from 1 to 64, or "
+       "auto); "
+       "using the default (auto)\n"},
       {"CUDAPOOL_ARENAS", "65",
-       "cudapool: warning: CUDAPOOL_ARENAS=\"65\" is not a count (accepted: a whole number from 1 to 64); "
-       "using the default (8)\n"},
+       "cudapool: warning: CUDAPOOL_ARENAS=\"65\" is not a count (accepted: a whole number from 1 to 64, or "
+       "auto); "
+       "using the default (auto)\n"},
       {"CUDAPOOL_ARENAS", "2.5",
-       "cudapool: warning: CUDAPOOL_ARENAS=\"2.5\" is not a count (accepted: a whole number from 1 to 64); "
-       "using the default (8)\n"},
+       "cudapool: warning: CUDAPOOL_ARENAS=\"2.5\" is not a count (accepted: a whole number from 1 to 64, or "
+       "auto); "
+       "using the default (auto)\n"},
       {"CUDAPOOL_ARENAS", "-1",
-       "cudapool: warning: CUDAPOOL_ARENAS=\"-1\" is not a count (accepted: a whole number from 1 to 64); "
-       "using the default (8)\n"},
+       "cudapool: warning: CUDAPOOL_ARENAS=\"-1\" is not a count (accepted: a whole number from 1 to 64, or "
+       "auto); "
+       "using the default (auto)\n"},
       {"CUDAPOOL_ARENAS", "4k",
-       "cudapool: warning: CUDAPOOL_ARENAS=\"4k\" is not a count (accepted: a whole number from 1 to 64); "
-       "using the default (8)\n"},
+       "cudapool: warning: CUDAPOOL_ARENAS=\"4k\" is not a count (accepted: a whole number from 1 to 64, or "
+       "auto); "
+       "using the default (auto)\n"},
       {"CUDAPOOL_MAX_CACHED", "150%",
        "cudapool: warning: CUDAPOOL_MAX_CACHED=\"150%\" is not a size (accepted: bytes with "
        "optional K/M/G/T suffix, or N% of device memory); using the default (no cap)\n"},
@@ -600,6 +618,7 @@ Test(verbose, prints_every_option_in_effect) {
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_STATS_FORMAT=text ("), NULL));
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_TRACE=0 ("), NULL));
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_LAYER=both ("), NULL));
+  cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_ARENAS=auto ("), NULL));
   fake_n = 0;
   cr_assert(eq(int, env_from_print(printed), (int)cp_option_count()));
 }
