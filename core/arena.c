@@ -12,10 +12,11 @@
  * never contends enough to make one, and keeps one pool: an arena's free
  * blocks cannot serve another arena's threads, so arenas cost memory.
  *
- * What the arenas share (cp_shared_t, owned by the main pool):
+ * What the arenas share (cp_shared_t, owned by the main pool, and words
+ * each arena publishes for the others):
  *   - the points in time: each arena numbers its own frees (free_seq,
- *     published in seq_pub), and a mark (a synchronisation, a barrier) is
- *     a point in each arena's order (cp_mark_t), so one mark says which
+ *     published in its seq_pub), and a mark (a synchronisation, a barrier)
+ *     is a point in each arena's order (cp_mark_t), so one mark says which
  *     frees of every arena it covers (one counter for all arenas made
  *     every free of every thread write one cache line);
  *   - barriers: a barrier any arena issued covers every free of every arena
@@ -24,13 +25,18 @@
  *     next decision (cp_arena_catch_up);
  *   - the limit: bytes are claimed from one reserved count before the
  *     backend is called, so arenas growing at once never pass it together;
- *     the out-of-memory path empties the other arenas before failing;
+ *     while a limit is set, the bytes allocated are counted for all of
+ *     them (shared->allocated_limited); the out-of-memory path empties the
+ *     other arenas before failing;
  *   - the exact reserved peak (the other peaks, with arenas, are the sum of
  *     the arenas' own: an upper bound).
  *
  * Invariants: shared->held = the arenas' reserved bytes; shared->reserved
  * = held + claims in flight; arenas are made under arenas_lock and never go before the main
- * pool is destroyed; arenas[i] is written before n_arenas counts it.
+ * pool is destroyed; arenas[i] and its arena_index (i) are written before
+ * n_arenas counts it; an arena's covered_pub <= its seq_pub = its free_seq;
+ * while a limit is set, shared->allocated_limited = the arenas' allocated
+ * bytes (check.c checks all three).
  * Locking: arenas_lock comes before any pool lock; a thread holds at most
  * one arena's lock, except the main pool's fronts_lock order (front.c). */
 #include <errno.h>

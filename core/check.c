@@ -80,7 +80,8 @@ static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {
   return count == expected ? 0 : cp_fail_msg(why, n, "fifo has %zu blocks, %zu pending", count, expected);
 }
 
-static int check_one(cp_pool_t *pool, char *why, size_t n, size_t *reserved) {
+static int check_one(cp_pool_t *pool, unsigned index, char *why, size_t n, size_t *reserved,
+                     int64_t *allocated) {
   pthread_mutex_lock(&pool->lock);
   cp_fronts_flush_all(pool); /* what they hold freed is checked as pending blocks */
   tally_t t = {0};
@@ -114,10 +115,14 @@ static int check_one(cp_pool_t *pool, char *why, size_t n, size_t *reserved) {
   if (rc == 0 && (s->active_bytes.current != s->allocated_bytes.current + s->pending_bytes.current ||
                   s->cached_bytes.current != s->reserved_bytes.current - s->allocated_bytes.current))
     rc = cp_fail_msg(why, n, "derived stats stale");
-  if (rc == 0 && atomic_load(&pool->allocated_now) != s->allocated_bytes.current)
-    rc = cp_fail_msg(why, n, "allocated %ld, published as %ld", (long)s->allocated_bytes.current,
-                     (long)atomic_load(&pool->allocated_now));
+  uint64_t published = atomic_load(&pool->seq_pub), covered = atomic_load(&pool->covered_pub);
+  if (rc == 0 && (pool->arena_index != index || published != pool->free_seq || covered > pool->free_seq ||
+                  pool->barrier_covered > pool->free_seq))
+    rc = cp_fail_msg(why, n, "arena %u (index %u): free order %llu, published %llu, covered %llu/%llu", index,
+                     pool->arena_index, (unsigned long long)pool->free_seq, (unsigned long long)published,
+                     (unsigned long long)covered, (unsigned long long)pool->barrier_covered);
   *reserved += t.reserved;
+  *allocated += (int64_t)t.allocated;
   pthread_mutex_unlock(&pool->lock);
   return rc;
 }
@@ -126,9 +131,15 @@ static int check_one(cp_pool_t *pool, char *why, size_t n, size_t *reserved) {
  * in flight while nothing allocates). */
 int cp_pool_check(cp_pool_t *main, char *why, size_t n) {
   size_t reserved = 0;
+  int64_t allocated = 0;
   int rc = 0;
   for (unsigned i = 0, count = cp_arena_count(main); i < count && rc == 0; i++)
-    rc = check_one(cp_arena_at(main, i), why, n, &reserved);
+    rc = check_one(cp_arena_at(main, i), i, why, n, &reserved, &allocated);
+  /* The caches folded first; the total is kept only while a limit is set. */
+  int64_t limited = atomic_load(&main->shared->allocated_limited);
+  if (rc == 0 && main->cfg.limit != CP_NO_LIMIT && allocated != limited)
+    rc = cp_fail_msg(why, n, "arenas allocate %lld, the limit's total says %lld", (long long)allocated,
+                     (long long)limited);
   if (rc == 0 && (reserved != cp_budget_held(main) || reserved != cp_budget_reserved(main)))
     rc = cp_fail_msg(why, n, "arenas reserve %zu, the shared counts say %zu held, %zu claimed", reserved,
                      cp_budget_held(main), cp_budget_reserved(main));

@@ -336,9 +336,7 @@ static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t
 /* Every arena's allocated bytes: with one pool, its own. */
 static bool over_limit(cp_pool_t *pool, size_t rsize) {
   if (pool->cfg.limit == CP_NO_LIMIT) return false;
-  int64_t allocated = 0;
-  for (unsigned i = 0, n = cp_arena_count(pool); i < n; i++)
-    allocated += atomic_load_explicit(&cp_arena_at(pool, i)->allocated_now, memory_order_relaxed);
+  int64_t allocated = atomic_load_explicit(&pool->shared->allocated_limited, memory_order_relaxed);
   return (size_t)(allocated > 0 ? allocated : 0) + rsize > pool->cfg.limit;
 }
 
@@ -799,12 +797,22 @@ size_t cp_trim(cp_pool_t *main, size_t target_cached) {
   return released;
 }
 
+/* Every arena is locked at once (in their order, under arenas_lock: no
+ * other thread holds two), so the allocated total the limit is checked
+ * against starts from one consistent sum of their figures. */
 void cp_set_limit(cp_pool_t *main, size_t limit) {
   pthread_mutex_lock(&main->shared->arenas_lock);
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
+  unsigned n = cp_arena_count(main);
+  int64_t allocated = 0;
+  for (unsigned i = 0; i < n; i++) {
     cp_pool_t *pool = cp_arena_at(main, i);
     pthread_mutex_lock(&pool->lock);
     cp_fronts_flush_all(pool);
+    allocated += pool->stats.allocated_bytes.current;
+  }
+  atomic_store_explicit(&main->shared->allocated_limited, allocated, memory_order_relaxed);
+  for (unsigned i = n; i-- > 0;) {
+    cp_pool_t *pool = cp_arena_at(main, i);
     pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
     pthread_mutex_unlock(&pool->lock);
   }

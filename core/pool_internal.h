@@ -58,7 +58,8 @@ typedef struct cp_fence_rec {
 } cp_fence_rec_t;
 
 /* What the arenas of one device share (arena.c); owned by the main pool.
- * The atomics live on their own cache lines: every arena writes them. */
+ * The atomics live on their own cache lines: every arena writes them (the
+ * free order and barrier coverage are each arena's own: cp_pool). */
 typedef struct cp_shared {
   /* One barrier in flight on the device at a time (reuse.c): an arena that
    * needs one meanwhile waits for it, and issues the next only if it did
@@ -73,6 +74,12 @@ typedef struct cp_shared {
    * those the backend gave (no claim in flight), and its peak. */
   _Alignas(64) _Atomic size_t reserved;
   _Atomic size_t held, held_peak;
+  /* While a limit is set: the bytes allocated in every arena (each arena's
+   * allocated_bytes, as it changes under its lock, thread caches' figures
+   * once folded), so that a limit lowered below what is cached stops them
+   * all handing it out. cp_set_limit sets it from the arenas' figures,
+   * every arena locked, when it sets a limit. */
+  _Alignas(64) _Atomic int64_t allocated_limited;
   _Alignas(64) pthread_mutex_t arenas_lock; /* making arenas; the config of all */
   _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
   cp_pool_t *arenas[CP_ARENAS_MAX];
@@ -114,11 +121,6 @@ struct cp_pool {
   atomic_bool front_on; /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
-  /* stats.allocated_bytes.current, published for other arenas' limit
-   * checks (over_limit sums every arena's). Written under the lock; a
-   * per-arena word, where one shared total made every arena's threads
-   * write one cache line twice a pair. */
-  _Atomic int64_t allocated_now;
   /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
    * and the arenas its threads moved to when its lock was contended. */
   cp_pool_t *main;
@@ -258,13 +260,17 @@ size_t cp_budget_held(const cp_pool_t *pool);
 size_t cp_budget_held_peak(const cp_pool_t *pool);
 void cp_budget_reset_peak(cp_pool_t *pool);
 void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
-/* allocated_bytes of this arena changed (the stat, then what others read). */
-static inline void cp_allocated_publish(cp_pool_t *pool) {
-  atomic_store_explicit(&pool->allocated_now, pool->stats.allocated_bytes.current, memory_order_relaxed);
+/* allocated_bytes of this arena changed by delta: the stat, and, while a
+ * limit is set, the total of every arena the limit is checked against
+ * (without one, nothing shared is written: a shared total made every
+ * arena's threads write one cache line twice a pair). */
+static inline void cp_allocated_limited_add(cp_pool_t *pool, int64_t delta) {
+  if (delta && pool->cfg.limit != CP_NO_LIMIT)
+    atomic_fetch_add_explicit(&pool->shared->allocated_limited, delta, memory_order_relaxed);
 }
 static inline void cp_allocated_add(cp_pool_t *pool, int64_t delta) {
   cp_stat_add(&pool->stats.allocated_bytes, delta);
-  cp_allocated_publish(pool);
+  cp_allocated_limited_add(pool, delta);
 }
 /* Whether a request of rsize bytes would take every arena's allocated bytes
  * past the limit (then no memory, cached or new, may serve it). */

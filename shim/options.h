@@ -59,7 +59,7 @@ typedef struct cp_options {
   unsigned arenas; /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX; 0: auto) */
 } cp_options_t;
 
-#define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool_internal.h) */
+#define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool.h) */
 
 /* Fill *out from the environment through get (NULL = cp_options_getenv). A
  * bad value prints exactly one line to warn (NULL = print nothing), e.g.
