@@ -25,9 +25,11 @@
  *     next decision (cp_arena_catch_up);
  *   - the limit: bytes are claimed from one reserved count before the
  *     backend is called, so arenas growing at once never pass it together;
- *     while a limit is set, the bytes allocated are counted for all of
- *     them (shared->allocated_limited); the out-of-memory path empties the
- *     other arenas before failing;
+ *     the bytes allocated are counted for all of them (each arena's
+ *     exact allocated_now, and a shared sum each arena adds to once per
+ *     CP_ALLOCATED_SLACK of change: a check far from the limit reads the
+ *     sum, one near it every arena's figure); the out-of-memory path
+ *     empties the other arenas before failing;
  *   - the exact reserved peak (the other peaks, with arenas, are the sum of
  *     the arenas' own: an upper bound).
  *
@@ -35,8 +37,9 @@
  * = held + claims in flight; arenas are made under arenas_lock and never go before the main
  * pool is destroyed; arenas[i] and its arena_index (i) are written before
  * n_arenas counts it; an arena's covered_pub <= its seq_pub = its free_seq;
- * while a limit is set, shared->allocated_limited = the arenas' allocated
- * bytes (check.c checks all three).
+ * its allocated_now = its allocated bytes, less than CP_ALLOCATED_SLACK
+ * from what it added to shared->allocated_approx, which is the sum of what
+ * they added (check.c checks them all).
  * Locking: arenas_lock comes before any pool lock; a thread holds at most
  * one arena's lock, except the main pool's fronts_lock order (front.c). */
 #include <errno.h>

@@ -80,8 +80,7 @@ static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {
   return count == expected ? 0 : cp_fail_msg(why, n, "fifo has %zu blocks, %zu pending", count, expected);
 }
 
-static int check_one(cp_pool_t *pool, unsigned index, char *why, size_t n, size_t *reserved,
-                     int64_t *allocated) {
+static int check_one(cp_pool_t *pool, unsigned index, char *why, size_t n, size_t *reserved, int64_t *added) {
   pthread_mutex_lock(&pool->lock);
   cp_fronts_flush_all(pool); /* what they hold freed is checked as pending blocks */
   tally_t t = {0};
@@ -121,8 +120,14 @@ static int check_one(cp_pool_t *pool, unsigned index, char *why, size_t n, size_
     rc = cp_fail_msg(why, n, "arena %u (index %u): free order %llu, published %llu, covered %llu/%llu", index,
                      pool->arena_index, (unsigned long long)pool->free_seq, (unsigned long long)published,
                      (unsigned long long)covered, (unsigned long long)pool->barrier_covered);
+  int64_t change = s->allocated_bytes.current - pool->allocated_added;
+  if (rc == 0 && (atomic_load(&pool->allocated_now) != s->allocated_bytes.current ||
+                  change >= CP_ALLOCATED_SLACK || change <= -CP_ALLOCATED_SLACK))
+    rc = cp_fail_msg(why, n, "allocated %lld, published %lld, added to the shared sum %lld",
+                     (long long)s->allocated_bytes.current, (long long)atomic_load(&pool->allocated_now),
+                     (long long)pool->allocated_added);
   *reserved += t.reserved;
-  *allocated += (int64_t)t.allocated;
+  *added += pool->allocated_added;
   pthread_mutex_unlock(&pool->lock);
   return rc;
 }
@@ -131,15 +136,14 @@ static int check_one(cp_pool_t *pool, unsigned index, char *why, size_t n, size_
  * in flight while nothing allocates). */
 int cp_pool_check(cp_pool_t *main, char *why, size_t n) {
   size_t reserved = 0;
-  int64_t allocated = 0;
+  int64_t added = 0;
   int rc = 0;
   for (unsigned i = 0, count = cp_arena_count(main); i < count && rc == 0; i++)
-    rc = check_one(cp_arena_at(main, i), i, why, n, &reserved, &allocated);
-  /* The caches folded first; the total is kept only while a limit is set. */
-  int64_t limited = atomic_load(&main->shared->allocated_limited);
-  if (rc == 0 && main->cfg.limit != CP_NO_LIMIT && allocated != limited)
-    rc = cp_fail_msg(why, n, "arenas allocate %lld, the limit's total says %lld", (long long)allocated,
-                     (long long)limited);
+    rc = check_one(cp_arena_at(main, i), i, why, n, &reserved, &added);
+  int64_t shared = atomic_load(&main->shared->allocated_approx);
+  if (rc == 0 && added != shared)
+    rc = cp_fail_msg(why, n, "arenas added %lld to the allocated sum, which says %lld", (long long)added,
+                     (long long)shared);
   if (rc == 0 && (reserved != cp_budget_held(main) || reserved != cp_budget_reserved(main)))
     rc = cp_fail_msg(why, n, "arenas reserve %zu, the shared counts say %zu held, %zu claimed", reserved,
                      cp_budget_held(main), cp_budget_reserved(main));

@@ -171,7 +171,6 @@ static void fold(cp_pool_t *pool, cp_front_t *f) {
   cudapool_stats_t *s = &pool->stats;
   cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,
                                       &s->pending_bytes, &s->cached_bytes};
-  cp_allocated_limited_add(pool, f->delta[G_ALLOCATED]);
   for (int g = 0; g < G_COUNT; g++) {
     if (gauge[g]->current + f->delta_max[g] > gauge[g]->peak)
       gauge[g]->peak = gauge[g]->current + f->delta_max[g];
@@ -184,6 +183,7 @@ static void fold(cp_pool_t *pool, cp_front_t *f) {
   s->num_free += f->n_freed;
   f->n_alloc = f->n_freed = 0;
   note_dirty(f);
+  cp_allocated_publish(pool);
   cp_stats_refresh_derived(pool);
 }
 

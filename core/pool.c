@@ -333,11 +333,35 @@ static bool claim_pages(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t
   return false;
 }
 
-/* Every arena's allocated bytes: with one pool, its own. */
+/* Every arena's allocated bytes, read twice, each arena's lower reading
+ * taken: a block freed in one arena and then allocated in another between
+ * the two reads is not counted twice. */
+static int64_t allocated_everywhere(cp_pool_t *pool, unsigned n) {
+  int64_t first[CP_ARENAS_MAX], total = 0;
+  for (unsigned i = 0; i < n; i++)
+    first[i] = atomic_load_explicit(&cp_arena_at(pool, i)->allocated_now, memory_order_relaxed);
+  for (unsigned i = 0; i < n; i++) {
+    int64_t again = atomic_load_explicit(&cp_arena_at(pool, i)->allocated_now, memory_order_relaxed);
+    total += again < first[i] ? again : first[i];
+  }
+  return total;
+}
+
+/* Every arena's allocated bytes: with one pool, its own; with arenas, the
+ * shared sum while even its largest error leaves room, else the exact one. */
 static bool over_limit(cp_pool_t *pool, size_t rsize) {
-  if (pool->cfg.limit == CP_NO_LIMIT) return false;
-  int64_t allocated = atomic_load_explicit(&pool->shared->allocated_limited, memory_order_relaxed);
-  return (size_t)(allocated > 0 ? allocated : 0) + rsize > pool->cfg.limit;
+  size_t limit = pool->cfg.limit;
+  if (limit == CP_NO_LIMIT) return false;
+  if (rsize > limit) return true;
+  unsigned n = cp_arena_count(pool);
+  int64_t allocated = pool->stats.allocated_bytes.current;
+  if (n > 1) {
+    int64_t most = atomic_load_explicit(&pool->shared->allocated_approx, memory_order_relaxed) +
+                   (int64_t)n * CP_ALLOCATED_SLACK;
+    if (most < 0 || (size_t)most <= limit - rsize) return false;
+    allocated = allocated_everywhere(pool, n);
+  }
+  return (size_t)(allocated > 0 ? allocated : 0) > limit - rsize;
 }
 
 bool cp_over_limit(cp_pool_t *pool, size_t size) {
@@ -797,22 +821,12 @@ size_t cp_trim(cp_pool_t *main, size_t target_cached) {
   return released;
 }
 
-/* Every arena is locked at once (in their order, under arenas_lock: no
- * other thread holds two), so the allocated total the limit is checked
- * against starts from one consistent sum of their figures. */
 void cp_set_limit(cp_pool_t *main, size_t limit) {
   pthread_mutex_lock(&main->shared->arenas_lock);
-  unsigned n = cp_arena_count(main);
-  int64_t allocated = 0;
-  for (unsigned i = 0; i < n; i++) {
+  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
     cp_pool_t *pool = cp_arena_at(main, i);
     pthread_mutex_lock(&pool->lock);
     cp_fronts_flush_all(pool);
-    allocated += pool->stats.allocated_bytes.current;
-  }
-  atomic_store_explicit(&main->shared->allocated_limited, allocated, memory_order_relaxed);
-  for (unsigned i = n; i-- > 0;) {
-    cp_pool_t *pool = cp_arena_at(main, i);
     pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
     pthread_mutex_unlock(&pool->lock);
   }

@@ -74,12 +74,13 @@ typedef struct cp_shared {
    * those the backend gave (no claim in flight), and its peak. */
   _Alignas(64) _Atomic size_t reserved;
   _Atomic size_t held, held_peak;
-  /* While a limit is set: the bytes allocated in every arena (each arena's
-   * allocated_bytes, as it changes under its lock, thread caches' figures
-   * once folded), so that a limit lowered below what is cached stops them
-   * all handing it out. cp_set_limit sets it from the arenas' figures,
-   * every arena locked, when it sets a limit. */
-  _Alignas(64) _Atomic int64_t allocated_limited;
+  /* The bytes allocated in every arena, each arena's last changes short of
+   * CP_ALLOCATED_SLACK left out (an arena adds its change here once that
+   * much has gathered): a limit check far from the limit reads this word
+   * alone, one near it adds up every arena's exact allocated_now. Written
+   * once per 64 MiB of change, where a total written at every allocation
+   * and free made every arena's threads write one cache line. */
+  _Alignas(64) _Atomic int64_t allocated_approx;
   _Alignas(64) pthread_mutex_t arenas_lock; /* making arenas; the config of all */
   _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
   cp_pool_t *arenas[CP_ARENAS_MAX];
@@ -121,6 +122,10 @@ struct cp_pool {
   atomic_bool front_on; /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
+  /* stats.allocated_bytes.current for other arenas' limit checks, and what
+   * of it this arena has added to shared->allocated_approx (lock held). */
+  _Atomic int64_t allocated_now;
+  int64_t allocated_added;
   /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
    * and the arenas its threads moved to when its lock was contended. */
   cp_pool_t *main;
@@ -260,17 +265,19 @@ size_t cp_budget_held(const cp_pool_t *pool);
 size_t cp_budget_held_peak(const cp_pool_t *pool);
 void cp_budget_reset_peak(cp_pool_t *pool);
 void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
-/* allocated_bytes of this arena changed by delta: the stat, and, while a
- * limit is set, the total of every arena the limit is checked against
- * (without one, nothing shared is written: a shared total made every
- * arena's threads write one cache line twice a pair). */
-static inline void cp_allocated_limited_add(cp_pool_t *pool, int64_t delta) {
-  if (delta && pool->cfg.limit != CP_NO_LIMIT)
-    atomic_fetch_add_explicit(&pool->shared->allocated_limited, delta, memory_order_relaxed);
+#define CP_ALLOCATED_SLACK ((int64_t)64 << 20)
+/* allocated_bytes of this arena changed: what the other arenas read. */
+static inline void cp_allocated_publish(cp_pool_t *pool) {
+  int64_t now = pool->stats.allocated_bytes.current, change = now - pool->allocated_added;
+  atomic_store_explicit(&pool->allocated_now, now, memory_order_relaxed);
+  if (change >= CP_ALLOCATED_SLACK || change <= -CP_ALLOCATED_SLACK) {
+    atomic_fetch_add_explicit(&pool->shared->allocated_approx, change, memory_order_relaxed);
+    pool->allocated_added = now;
+  }
 }
 static inline void cp_allocated_add(cp_pool_t *pool, int64_t delta) {
   cp_stat_add(&pool->stats.allocated_bytes, delta);
-  cp_allocated_limited_add(pool, delta);
+  cp_allocated_publish(pool);
 }
 /* Whether a request of rsize bytes would take every arena's allocated bytes
  * past the limit (then no memory, cached or new, may serve it). */

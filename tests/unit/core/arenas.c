@@ -408,6 +408,35 @@ Test(arenas, a_lowered_limit_stops_every_arena_handing_out_its_cache) {
   fx_close();
 }
 
+/* The same with blocks past the shared sum's slack (64 MiB an arena): the
+ * sum, not only each arena's own figure, must stop them. Each arena holds a
+ * 400 MiB segment with one 100 MiB block live and the rest cached. */
+Test(arenas, a_lowered_limit_counts_every_arena_when_the_blocks_are_large) {
+  open_arenas(GiB, 0);
+  uintptr_t whole = fx_alloc(400 * MiB);
+  fx_free_idle(whole);
+  uintptr_t p[16];
+  int n = 0;
+  p[n++] = fx_alloc(100 * MiB);
+  uintptr_t other = alloc_moving_from(F.pool, 400 * MiB, 0);
+  cr_assert(eq(int, cp_free(F.pool, other, 0, CP_FREE_DEVICE_IDLE), 0));
+  p[n++] = fr_alloc(100 * MiB, 0);
+  cr_assert(eq(ptr, arena_holding(p[1]), cp_arena_at(F.pool, 1)));
+  cp_set_limit(F.pool, 500 * MiB); /* neither segment is wholly free: nothing goes */
+  cr_assert(eq(sz, F.sim.used, 800 * MiB));
+  for (int i = 0; i < 4; i++) {
+    uintptr_t q;
+    if (fr_alloc_rc(100 * MiB, 0, &q) == 0) p[n++] = q; /* arena 1 */
+    if (cp_alloc(F.pool, 100 * MiB, CP_STREAM_DEVICE, 0, &q) == 0) p[n++] = q;
+  }
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(i64, s.allocated_bytes.current, 500 * MiB));
+  cr_assert(eq(int, n, 5));
+  for (int i = 0; i < n; i++) cr_assert(eq(int, cp_free(F.pool, p[i], 0, CP_FREE_DEVICE_IDLE), 0));
+  cp_set_limit(F.pool, 0);
+  fx_close();
+}
+
 Test(arenas, a_request_past_the_limit_leaves_the_other_arenas_cache_alone) {
   open_arenas(GiB, 100 * MiB);
   fx_free_idle(fx_alloc(20 * MiB)); /* cached in the main pool */
