@@ -353,17 +353,20 @@ Test(options, every_option_read) {
   cr_assert(eq(int, o.layer, CP_LAYER_DRIVER));
 }
 
+/* auto (any case) is 0, resolved to the CPU count when the pool is made. */
 Test(options, arenas_auto_word) {
-  cp_options_t o;
-  char warned[1024];
-  fake_set("CUDAPOOL_ARENAS", " Auto ");
-  load(&o, warned, sizeof warned);
-  cr_assert(eq(str, warned, ""));
-  cr_assert(eq(u32, o.arenas, 0));
-  fake_set("CUDAPOOL_ARENAS", "64");
-  load(&o, warned, sizeof warned);
-  cr_assert(eq(str, warned, ""));
-  cr_assert(eq(u32, o.arenas, 64));
+  static const struct {
+    const char *text;
+    unsigned want;
+  } cases[] = {{" Auto ", 0}, {"auto", 0}, {"64", 64}, {"1", 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cp_options_t o;
+    char warned[1024];
+    fake_set("CUDAPOOL_ARENAS", cases[i].text);
+    load(&o, warned, sizeof warned);
+    cr_assert(eq(str, warned, ""), "CUDAPOOL_ARENAS=\"%s\"", cases[i].text);
+    cr_assert(eq(u32, o.arenas, cases[i].want), "CUDAPOOL_ARENAS=\"%s\"", cases[i].text);
+  }
 }
 
 Test(options, null_get_reads_the_environment) {
