@@ -354,7 +354,8 @@ static bool over_limit(cp_pool_t *pool, size_t rsize) {
   if (limit == CP_NO_LIMIT) return false;
   if (rsize > limit) return true;
   unsigned n = cp_arena_count(pool);
-  int64_t allocated = pool->stats.allocated_bytes.current;
+  /* The published copy: cp_over_limit is asked without the lock too. */
+  int64_t allocated = atomic_load_explicit(&pool->allocated_now, memory_order_relaxed);
   if (n > 1) {
     int64_t most = atomic_load_explicit(&pool->shared->allocated_approx, memory_order_relaxed) +
                    (int64_t)n * CP_ALLOCATED_SLACK;
