@@ -831,8 +831,7 @@ void cp_set_limit(cp_pool_t *main, size_t limit) {
     pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
     pthread_mutex_unlock(&pool->lock);
   }
-  if (limit && cp_budget_reserved(main) > limit)
-    for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) cp_empty_cache_one(cp_arena_at(main, i));
+  if (limit && cp_budget_reserved(main) > limit) cp_empty_cache(main);
   pthread_mutex_unlock(&main->shared->arenas_lock);
 }
 
