@@ -52,9 +52,14 @@ static cudaStream_t g_stream; /* non-blocking, for the async allocator */
  * median's tail. */
 template <class F>
 static double time_pairs(F pair, int warmup, int *reps_out) {
-  uint64_t w0 = now_ns();
   for (int i = 0; i < warmup; i++) pair();
-  double guess = warmup > 0 ? (double)(now_ns() - w0) / warmup : 1000.0;
+  /* The batch is sized after the warm-up: its first pair may have made a
+   * segment (tens of microseconds), which made batches of one pair, each
+   * sample then carrying the clock's own cost. */
+  const int probe = 16; /* bench_churn counts on it */
+  uint64_t w0 = now_ns();
+  for (int i = 0; i < probe; i++) pair();
+  double guess = (double)(now_ns() - w0) / probe;
   int batch = guess > 0 ? (int)(4000.0 / guess) : 64;
   batch = batch < 1 ? 1 : batch > 64 ? 64 : batch;
   std::vector<double> v;
@@ -133,7 +138,7 @@ static void bench_pairs(void) {
 static void bench_churn(void) {
   const int live = 64, warmup = 256;
   const size_t lo = 256, hi = 8u << 20;
-  const int n = warmup + g_max_reps + 64; /* time_pairs may end a batch past max_reps */
+  const int n = warmup + 16 + g_max_reps + 64; /* time_pairs probes 16, and may end a batch past max_reps */
   std::vector<size_t> sizes(live + n);
   std::vector<int> slots(n);
   rng_t rng = rng_seed(42);
