@@ -2,8 +2,8 @@
  *
  * What it owns. Each thread has, per pool it used, a cp_front_t: blocks the
  * pool LENT it (ACTIVE in the pool, block->lent == the cache) are either
- * live in the program (in the cache's address table) or freed into it (in
- * `free_`, tc_free set). A free of a live lent block and the allocation of
+ * live in the program (the newest in `hot`, the others in the cache's
+ * address table) or freed into it (in `free_`, tc_free set). A free of a live lent block and the allocation of
  * a freed one take no pool lock, only the cache's own lock, which another
  * thread takes only to flush it or take a block back (rarely).
  *
@@ -65,8 +65,6 @@
 #define LENT_MAX (TABLE_SLOTS / 2) /* lent blocks, live or freed: keeps probes short */
 #define TLS_FRONTS 16              /* pools one thread caches for: arenas of several devices */
 
-enum { G_ALLOCATED, G_BLOCKS, G_REQUESTED, G_PENDING, G_CACHED, G_COUNT };
-
 typedef struct cp_front {
   atomic_flag busy;
   cp_pool_t *pool;              /* NULL once the pool is destroyed (under fronts_lock) */
@@ -74,11 +72,19 @@ typedef struct cp_front {
   uint64_t stream, key;         /* of every block in free_ */
   unsigned n_free, n_lent;
   cp_block_t *free_[FREE_MAX];
+  /* The live lent blocks: the newest in `hot` (a thread that frees what it
+   * just allocated finds it with one compare), the others in `slot`. */
+  uintptr_t hot_addr; /* 0: none */
+  cp_block_t *hot;
   struct {
     uintptr_t addr;
     cp_block_t *block;
   } slot[TABLE_SLOTS];
-  int64_t delta[G_COUNT], delta_max[G_COUNT];
+  /* The fast paths' change to the gauges since the last fold, with the
+   * highest (and for bytes the lowest) each reached: a block moving between
+   * the program and the cache changes allocated bytes by its size and
+   * pending and cached bytes by the opposite, so one figure serves three. */
+  int64_t bytes, bytes_max, bytes_min, blocks, blocks_max, requested, requested_max;
   uint64_t n_alloc, n_freed; /* fast allocations (all hits by key) and frees since the last fold */
   /* Whether a flush has anything to do (freed blocks, or figures to fold):
    * written under the cache's lock, read without it by flush(), so that the
@@ -94,7 +100,11 @@ typedef struct tls_front {
   cp_front_t *front;
 } tls_front_t;
 
-static __thread __attribute__((tls_model("initial-exec"))) tls_front_t my_fronts[TLS_FRONTS];
+/* One thread-local block, so that the hint and its entry cost one address. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+  unsigned hint; /* the entry found last */
+  tls_front_t at[TLS_FRONTS];
+} my;
 static pthread_mutex_t fronts_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
@@ -112,7 +122,9 @@ static unsigned home(uintptr_t addr) {
   return (unsigned)(((uint64_t)(addr >> 9) * 0x9e3779b97f4a7c15ull) >> 56) & (TABLE_SLOTS - 1);
 }
 
-static int table_find(const cp_front_t *f, uintptr_t addr) {
+/* Out of line: the hot block's compare comes first, and inlined, the
+ * compiler hashed every freed address before it. */
+static __attribute__((noinline)) int table_find(const cp_front_t *f, uintptr_t addr) {
   for (unsigned i = home(addr);; i = (i + 1) & (TABLE_SLOTS - 1)) {
     if (f->slot[i].addr == addr) return (int)i;
     if (!f->slot[i].addr) return -1;
@@ -120,11 +132,11 @@ static int table_find(const cp_front_t *f, uintptr_t addr) {
 }
 
 /* There is always room: n_lent <= LENT_MAX. */
-static void table_insert(cp_front_t *f, cp_block_t *b) {
+static void table_insert(cp_front_t *f, const cp_block_t *b) {
   unsigned i = home(b->addr);
   while (f->slot[i].addr) i = (i + 1) & (TABLE_SLOTS - 1);
   f->slot[i].addr = b->addr;
-  f->slot[i].block = b;
+  f->slot[i].block = (cp_block_t *)b;
 }
 
 static void table_remove_at(cp_front_t *f, unsigned i) {
@@ -143,21 +155,50 @@ static void table_remove_at(cp_front_t *f, unsigned i) {
   }
 }
 
-/* ---- figures ---------------------------------------------------------------------- */
+/* ---- the live lent blocks: `hot`, then the table ---------------------------------- */
 
-static void delta_add(cp_front_t *f, int g, int64_t v) {
-  f->delta[g] += v;
-  if (f->delta[g] > f->delta_max[g]) f->delta_max[g] = f->delta[g];
+enum { LENT_HOT = TABLE_SLOTS }; /* lent_find's answer for the hot block; -1: none */
+
+static inline int lent_find(const cp_front_t *f, uintptr_t addr) {
+  return f->hot_addr == addr ? LENT_HOT : table_find(f, addr);
 }
 
-/* sign +1: the program freed b into the cache; -1: it got b back. */
-static void count_move(cp_front_t *f, const cp_block_t *b, int sign) {
-  int64_t size = (int64_t)b->size;
-  delta_add(f, G_ALLOCATED, -sign * size);
-  delta_add(f, G_BLOCKS, -sign);
-  delta_add(f, G_REQUESTED, -sign * (int64_t)b->requested);
-  delta_add(f, G_PENDING, sign * size);
-  delta_add(f, G_CACHED, sign * size);
+static inline cp_block_t *lent_at(const cp_front_t *f, int i) {
+  return i == LENT_HOT ? f->hot : f->slot[i].block;
+}
+
+static inline void lent_remove_at(cp_front_t *f, int i) {
+  if (i == LENT_HOT) {
+    f->hot_addr = 0;
+    f->hot = NULL;
+  } else {
+    table_remove_at(f, (unsigned)i);
+  }
+}
+
+static inline void lent_insert(cp_front_t *f, cp_block_t *b) {
+  if (f->hot) table_insert(f, f->hot);
+  f->hot = b;
+  f->hot_addr = b->addr;
+}
+
+/* ---- figures ---------------------------------------------------------------------- */
+
+/* The program got b back from the cache. */
+static inline void count_lend(cp_front_t *f, const cp_block_t *b) {
+  f->bytes += (int64_t)b->size;
+  if (f->bytes > f->bytes_max) f->bytes_max = f->bytes;
+  if (++f->blocks > f->blocks_max) f->blocks_max = f->blocks;
+  f->requested += (int64_t)b->requested;
+  if (f->requested > f->requested_max) f->requested_max = f->requested;
+}
+
+/* The program freed b into the cache. */
+static inline void count_return(cp_front_t *f, const cp_block_t *b) {
+  f->bytes -= (int64_t)b->size;
+  if (f->bytes < f->bytes_min) f->bytes_min = f->bytes;
+  f->blocks--;
+  f->requested -= (int64_t)b->requested;
 }
 
 /* Cache lock held. */
@@ -166,17 +207,20 @@ static void note_dirty(cp_front_t *f) {
                         memory_order_relaxed);
 }
 
+static void gauge_add(cudapool_gauge_t *g, int64_t delta, int64_t delta_max) {
+  if (g->current + delta_max > g->peak) g->peak = g->current + delta_max;
+  g->current += delta;
+}
+
 /* Pool lock and cache lock held. */
 static void fold(cp_pool_t *pool, cp_front_t *f) {
   cudapool_stats_t *s = &pool->stats;
-  cudapool_gauge_t *gauge[G_COUNT] = {&s->allocated_bytes, &s->allocated_blocks, &s->requested_bytes,
-                                      &s->pending_bytes, &s->cached_bytes};
-  for (int g = 0; g < G_COUNT; g++) {
-    if (gauge[g]->current + f->delta_max[g] > gauge[g]->peak)
-      gauge[g]->peak = gauge[g]->current + f->delta_max[g];
-    gauge[g]->current += f->delta[g];
-    f->delta[g] = f->delta_max[g] = 0;
-  }
+  gauge_add(&s->allocated_bytes, f->bytes, f->bytes_max);
+  gauge_add(&s->allocated_blocks, f->blocks, f->blocks_max);
+  gauge_add(&s->requested_bytes, f->requested, f->requested_max);
+  gauge_add(&s->pending_bytes, -f->bytes, -f->bytes_min);
+  gauge_add(&s->cached_bytes, -f->bytes, -f->bytes_min);
+  f->bytes = f->bytes_max = f->bytes_min = f->blocks = f->blocks_max = f->requested = f->requested_max = 0;
   s->num_alloc += f->n_alloc;
   s->hits += f->n_alloc;
   s->num_immediate_reuse += f->n_alloc;
@@ -220,8 +264,8 @@ static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
 
 /* Cache lock held, b found at table slot i: the program freed b without a
  * key; it leaves the cache for the pool's deferred stack. */
-static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, unsigned i) {
-  table_remove_at(f, i);
+static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, int i) {
+  lent_remove_at(f, i);
   f->n_lent--;
   b->tc_free = true; /* a second free finds it freed (cp_front_take_back) */
   /* Counted by the pool when it takes it, before any decision or read:
@@ -281,8 +325,8 @@ bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b) {
   front_lock(f);
   bool live = !b->tc_free;
   if (live) {
-    int i = table_find(f, b->addr);
-    if (i >= 0) table_remove_at(f, (unsigned)i);
+    int i = lent_find(f, b->addr);
+    if (i >= 0) lent_remove_at(f, i);
     f->n_lent--;
     b->lent = NULL;
   }
@@ -342,6 +386,7 @@ static void detach(cp_pool_t *pool, cp_front_t *f) {
   spill(pool, f, f->n_free);
   for (unsigned i = 0; i < TABLE_SLOTS; i++)
     if (f->slot[i].addr) f->slot[i].block->lent = NULL;
+  if (f->hot) f->hot->lent = NULL;
   front_unlock(f);
   if (f->prev)
     f->prev->next = f->next;
@@ -353,7 +398,7 @@ static void detach(cp_pool_t *pool, cp_front_t *f) {
 static void thread_exit(void *unused) {
   (void)unused;
   for (int i = 0; i < TLS_FRONTS; i++) {
-    cp_front_t *f = my_fronts[i].front;
+    cp_front_t *f = my.at[i].front;
     if (!f) continue;
     pthread_mutex_lock(&fronts_lock);
     cp_pool_t *pool = f->pool;
@@ -364,7 +409,7 @@ static void thread_exit(void *unused) {
     }
     pthread_mutex_unlock(&fronts_lock);
     free(f);
-    my_fronts[i] = (tls_front_t){0};
+    my.at[i] = (tls_front_t){0};
   }
 }
 
@@ -372,20 +417,28 @@ static void exit_key_init(void) { pthread_key_create(&exit_key, thread_exit); }
 
 /* This thread's cache of the pool, or NULL. A cache left over from a
  * destroyed pool at the same address is freed here. */
-static cp_front_t *front_find(cp_pool_t *pool) {
-  for (int i = 0; i < TLS_FRONTS; i++) {
-    if (my_fronts[i].pool != pool) continue;
-    if (my_fronts[i].uid == pool->uid) return my_fronts[i].front;
-    free(my_fronts[i].front); /* orphaned: its pool is gone */
-    my_fronts[i] = (tls_front_t){0};
+static __attribute__((noinline)) cp_front_t *front_search(cp_pool_t *pool) {
+  for (unsigned i = 0; i < TLS_FRONTS; i++) {
+    if (my.at[i].pool != pool) continue;
+    if (my.at[i].uid == pool->uid) {
+      my.hint = i;
+      return my.at[i].front;
+    }
+    free(my.at[i].front); /* orphaned: its pool is gone */
+    my.at[i] = (tls_front_t){0};
   }
   return NULL;
+}
+
+static inline cp_front_t *front_find(cp_pool_t *pool) {
+  const tls_front_t *t = &my.at[my.hint];
+  return t->pool == pool && t->uid == pool->uid ? t->front : front_search(pool);
 }
 
 /* Pool lock held. NULL when the thread caches too many pools or no memory. */
 static cp_front_t *front_create(cp_pool_t *pool) {
   for (int i = 0; i < TLS_FRONTS; i++) {
-    if (my_fronts[i].front) continue;
+    if (my.at[i].front) continue;
     pthread_once(&exit_once, exit_key_init);
     cp_front_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
@@ -394,7 +447,7 @@ static cp_front_t *front_create(cp_pool_t *pool) {
     f->next = pool->fronts;
     if (f->next) f->next->prev = f;
     pool->fronts = f;
-    my_fronts[i] = (tls_front_t){pool, pool->uid, f};
+    my.at[i] = (tls_front_t){pool, pool->uid, f};
     pthread_setspecific(exit_key, f);
     return f;
   }
@@ -421,7 +474,7 @@ static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
   f->stream = stream;
   f->key = key;
   if (b) {
-    table_insert(f, b);
+    lent_insert(f, b);
     f->n_lent++;
     b->lent = f;
     b->tc_free = false;
@@ -429,8 +482,8 @@ static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
   front_unlock(f);
 }
 
-static int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t size, uint64_t stream,
-                      uint64_t key, uintptr_t *out) {
+static __attribute__((noinline)) int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t size,
+                                                uint64_t stream, uint64_t key, uintptr_t *out) {
   cp_pool_t *pool = cp_arena_lock(main, home);
   if (pool != home) f = front_find(pool); /* the thread moved */
   bool lend = atomic_load_explicit(&pool->front_on, memory_order_relaxed);
@@ -477,18 +530,18 @@ int cp_front_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, 
   if (size == 0) return EINVAL;
   cp_pool_t *pool = cp_arena_home(main);
   cp_front_t *f = front_find(pool);
-  size_t rsize = cp_round_size(&pool->cfg, size);
-  if (f && key && rsize) {
+  if (f && key) {
     front_lock(f);
-    if (f->key == key && f->stream == stream && f->n_free) {
+    size_t rsize;
+    if (f->key == key && f->stream == stream && f->n_free && (rsize = cp_round_size(&pool->cfg, size))) {
       int i = best_whole(pool, f, rsize);
       if (i >= 0) {
         cp_block_t *b = f->free_[i];
         f->free_[i] = f->free_[--f->n_free];
         b->tc_free = false;
         b->requested = size;
-        table_insert(f, b);
-        count_move(f, b, -1);
+        lent_insert(f, b);
+        count_lend(f, b);
         f->n_alloc++;
         atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
         front_unlock(f);
@@ -502,7 +555,7 @@ int cp_front_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, 
 }
 
 /* Half the freed blocks go back to the pool: the cache is full. */
-static void spill_half(cp_pool_t *pool, cp_front_t *f) {
+static __attribute__((noinline)) void spill_half(cp_pool_t *pool, cp_front_t *f) {
   pthread_mutex_lock(&pool->lock);
   drain_deferred(pool);
   front_lock(f);
@@ -512,8 +565,8 @@ static void spill_half(cp_pool_t *pool, cp_front_t *f) {
   cp_settle_and_unlock(pool);
 }
 
-static int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                     unsigned flags) {
+static __attribute__((noinline)) int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr,
+                                               const uint64_t *restream, uint64_t key, unsigned flags) {
   pthread_mutex_lock(&pool->lock);
   drain_deferred(pool); /* frees this thread deferred came first */
   if (f) {
@@ -532,13 +585,13 @@ front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t k
     return free_slow(pool, f, addr, restream, key, flags);
   for (;;) {
     front_lock(f);
-    int i = table_find(f, addr);
-    cp_block_t *b = i >= 0 ? f->slot[i].block : NULL;
+    int i = lent_find(f, addr);
+    cp_block_t *b = i >= 0 ? lent_at(f, i) : NULL;
     bool same_stream = b && (!restream || *restream == b->stream);
     /* Deferred only while nothing of the cache's fast paths waits to be
      * folded: the pool then counts this free after everything before it. */
     if (same_stream && !key && !f->n_alloc && !f->n_freed) {
-      defer(pool, f, b, (unsigned)i);
+      defer(pool, f, b, i);
       front_unlock(f);
       return 0;
     }
@@ -547,10 +600,10 @@ front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t k
       return free_slow(pool, f, addr, restream, key, flags);
     }
     if (f->n_free < FREE_MAX) {
-      table_remove_at(f, (unsigned)i);
+      lent_remove_at(f, i);
       b->tc_free = true;
       f->free_[f->n_free++] = b;
-      count_move(f, b, +1);
+      count_return(f, b);
       f->n_freed++;
       atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
       front_unlock(f);

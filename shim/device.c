@@ -35,20 +35,24 @@ cp_device_t *cp_device(int id) {
  * cudaGetDevice (a good part of a cache hit's cost) can be skipped. */
 static atomic_int device_count = -1;
 
+/* The table is made before the count is published: a thread that reads a
+ * count of 1 may use devices[0] without pthread_once (it is on every
+ * allocation's path). */
 static int visible_devices(void) {
-  int n = atomic_load_explicit(&device_count, memory_order_relaxed);
+  int n = atomic_load_explicit(&device_count, memory_order_acquire);
   if (n >= 0) return n;
   n = 0;
   if (!cp_real.cudaGetDeviceCount || cp_real.cudaGetDeviceCount(&n) != cudaSuccess) {
     cp_real.cudaGetLastError();
     return 0; /* unknown: ask every time, and ask again later */
   }
-  atomic_store_explicit(&device_count, n, memory_order_relaxed);
+  pthread_once(&table_once, table_init);
+  atomic_store_explicit(&device_count, n, memory_order_release);
   return n;
 }
 
 cp_device_t *cp_current_device(void) {
-  if (visible_devices() == 1) return cp_device(0);
+  if (visible_devices() == 1) return &devices[0];
   int id = 0;
   if (cp_real.cudaGetDevice(&id) != cudaSuccess) return NULL;
   return cp_device(id);
@@ -93,6 +97,11 @@ bool cp_device_nonblocking_live(const cp_device_t *dev) {
 }
 
 int cp_device_id(const cp_device_t *dev) { return dev->id; }
+
+cp_device_t *cp_sole_device_with_pool(void) {
+  uint64_t mask = atomic_load_explicit(&pool_mask, memory_order_acquire);
+  return mask && !(mask & (mask - 1)) ? &devices[__builtin_ctzll(mask)] : NULL;
+}
 
 cp_device_t *cp_next_device_with_pool(int *next) {
   uint64_t mask =

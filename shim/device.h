@@ -63,6 +63,9 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 /* The first device at or after index *next whose pool exists, or NULL;
  * advances *next past it. For walking every pool. */
 cp_device_t *cp_next_device_with_pool(int *next);
+/* The device whose pool may exist when only one may (the common case: a
+ * free's fast path), else NULL. Its pool may still be NULL. */
+cp_device_t *cp_sole_device_with_pool(void);
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
  * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);

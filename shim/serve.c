@@ -143,7 +143,8 @@ cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t st
   /* During a strict capture the program's call must fail or succeed (and
    * invalidate the capture or not) exactly as natively. */
   if (!dev || cp_capture_strict_active()) return CP_FORWARD;
-  cp_pool_t *pool = cp_serve_pool(dev);
+  cp_pool_t *pool = cp_device_pool_if_any(dev);
+  if (!pool) pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
   int rc = cp_front_alloc(pool, size, stream, key, out);
   if (rc == 0) return CP_SERVED;
@@ -167,17 +168,24 @@ bool cp_serve_owned(uintptr_t p) {
   return false;
 }
 
+static int free_in_device_pool(cp_device_t *dev, uintptr_t p, uint64_t stream, unsigned flags) {
+  cp_pool_t *pool = cp_device_pool_if_any(dev);
+  uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
+  return pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
+}
+
 /* Frees p in whichever pool holds it: 0, EINVAL (inside a segment but not a
  * live block's start) or ENOENT (no pool's). stream: the pool's tag of the
  * stream the free is ordered on (stream_order.h), or CP_STREAM_DEVICE for a
  * free ordered on none, which the thread may reuse at once where the reuse
  * rules allow; a stream-ordered free is reusable at once on its stream. */
 static int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
+  /* One device with a pool (nearly every program): no walk. */
+  cp_device_t *sole = cp_sole_device_with_pool();
+  if (sole) return free_in_device_pool(sole, p, stream, flags);
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = cp_device_pool_if_any(dev);
-    uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
-    int rc = pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
+    int rc = free_in_device_pool(dev, p, stream, flags);
     if (rc != ENOENT) return rc;
   }
   return ENOENT;

@@ -39,6 +39,10 @@ static cudapool_stats_t run_sequence(bool front, uint64_t key) {
   uintptr_t p[6];
 #define A(i, size) p[i] = front ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key)
 #define R(i) (front ? fr_free(p[i], key) : fx_free(p[i], key))
+  A(0, 4096); /* two frees in a row: the pending and cached peaks come from the cache's figures */
+  A(1, 8192);
+  R(0);
+  R(1);
   A(0, 4096);
   R(0);
   A(0, 4096); /* the same block again, by key */
@@ -76,13 +80,47 @@ static void expect_same_stats(const cudapool_stats_t *front, const cudapool_stat
 Test(front, stats_equal_the_pool_alone_after_an_exact_sequence) {
   cudapool_stats_t plain = run_sequence(false, 1), front = run_sequence(true, 1);
   expect_same_stats(&front, &plain);
-  cr_assert(eq(u64, front.num_immediate_reuse, 3));
+  cr_assert(eq(u64, front.num_immediate_reuse, 4));
+}
+
+/* Peaks reached only inside the cache (two frees into it, both taken back
+ * before anything reads the stats) are the pool's peaks too. */
+static cudapool_stats_t two_freed_and_taken_back(bool front) {
+  fx_open(GiB);
+  uintptr_t a = front ? fr_alloc(4096, 1) : fx_alloc_on(4096, CP_STREAM_DEVICE, 1);
+  uintptr_t b = front ? fr_alloc(8192, 1) : fx_alloc_on(8192, CP_STREAM_DEVICE, 1);
+  for (int round = 0; round < 2; round++) {
+    if (front) {
+      fr_free(a, 1);
+      fr_free(b, 1);
+      cr_assert(eq(u64, fr_alloc(4096, 1), a));
+      cr_assert(eq(u64, fr_alloc(8192, 1), b));
+    } else {
+      fx_free(a, 1);
+      fx_free(b, 1);
+      cr_assert(eq(u64, fx_alloc_on(4096, CP_STREAM_DEVICE, 1), a));
+      cr_assert(eq(u64, fx_alloc_on(8192, CP_STREAM_DEVICE, 1), b));
+    }
+  }
+  cudapool_stats_t s = fx_stats();
+  fx_close();
+  return s;
+}
+
+Test(front, peaks_reached_inside_the_cache_are_the_pools) {
+  cudapool_stats_t plain = two_freed_and_taken_back(false), front = two_freed_and_taken_back(true);
+  expect_same_stats(&front, &plain);
+  cr_assert(eq(i64, front.pending_bytes.peak, 4096 + 8192));
+  cr_assert(eq(i64, front.cached_bytes.peak, 2 << 20), "the small segment, all of it cached at once");
+  cr_assert(eq(i64, front.allocated_bytes.peak, 4096 + 8192));
+  cr_assert(eq(i64, front.allocated_blocks.peak, 2));
+  cr_assert(eq(u64, front.num_immediate_reuse, 4));
 }
 
 Test(front, stats_equal_the_pool_alone_after_an_exact_sequence_without_a_key) {
   cudapool_stats_t plain = run_sequence(false, 0), front = run_sequence(true, 0);
   expect_same_stats(&front, &plain);
-  cr_assert(eq(u64, front.num_free, 7));
+  cr_assert(eq(u64, front.num_free, 9));
   cr_assert(eq(u64, front.num_immediate_reuse, 0));
 }
 
@@ -247,6 +285,31 @@ Test(front, flushed_on_thread_exit) {
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.num_free, 1));
   cr_assert(eq(i64, s.pending_bytes.current, 4096), "pending for its key, as the pool would keep it");
+  fx_close();
+}
+
+static void *allocate_three_and_exit(void *arg) {
+  uintptr_t *p = arg;
+  for (int i = 0; i < 3; i++) p[i] = fr_alloc(4096 << i, 7); /* the newest is the cache's hot block */
+  return NULL;
+}
+
+/* Blocks a thread left live when it ended (one its cache's hot block, two in
+ * its address table) are the pool's alone: another thread frees each once
+ * (under ASan, a block still naming the freed cache would be a use after
+ * free), and a second free fails. */
+Test(front, blocks_a_thread_left_live_are_freed_by_another) {
+  fx_open(GiB);
+  uintptr_t p[3];
+  pthread_t t;
+  pthread_create(&t, NULL, allocate_three_and_exit, p);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 3; i++) cr_assert(eq(int, cp_front_free(F.pool, p[i], 9, 0), 0), "block %d", i);
+  cr_assert(eq(int, cp_front_free(F.pool, p[2], 9, 0), EINVAL), "a second free fails");
+  cudapool_stats_t s = fx_stats();
+  cr_assert(eq(u64, s.num_free, 3));
+  cr_assert(eq(i64, s.allocated_bytes.current, 0));
+  cr_assert(eq(i64, s.allocated_blocks.current, 0));
   fx_close();
 }
 
