@@ -3,9 +3,10 @@
  * What it owns. Each thread has, per pool it used, a cp_front_t: blocks the
  * pool LENT it (ACTIVE in the pool, block->lent == the cache) are either
  * live in the program (the newest in `hot`, the others in the cache's
- * address table) or freed into it (in `free_`, tc_free set). A free of a live lent block and the allocation of
- * a freed one take no pool lock, only the cache's own lock, which another
- * thread takes only to flush it or take a block back (rarely).
+ * address table) or freed into it (in `free_`, tc_free set). A free of a
+ * live lent block and the allocation of a freed one take no pool lock, only
+ * the cache's own lock, which another thread takes only to flush it or take
+ * a block back (rarely).
  *
  * Reuse rule: the cache holds only blocks freed with a non-zero reuse key,
  * all with its own (stream, key); it hands one out again only to an
@@ -74,7 +75,7 @@ typedef struct cp_front {
   cp_block_t *free_[FREE_MAX];
   /* The live lent blocks: the newest in `hot` (a thread that frees what it
    * just allocated finds it with one compare), the others in `slot`. */
-  uintptr_t hot_addr; /* 0: none */
+  uintptr_t hot_addr; /* hot's address (0: none), so a free compares without loading the block */
   cp_block_t *hot;
   struct {
     uintptr_t addr;
@@ -132,11 +133,11 @@ static __attribute__((noinline)) int table_find(const cp_front_t *f, uintptr_t a
 }
 
 /* There is always room: n_lent <= LENT_MAX. */
-static void table_insert(cp_front_t *f, const cp_block_t *b) {
+static void table_insert(cp_front_t *f, cp_block_t *b) {
   unsigned i = home(b->addr);
   while (f->slot[i].addr) i = (i + 1) & (TABLE_SLOTS - 1);
   f->slot[i].addr = b->addr;
-  f->slot[i].block = (cp_block_t *)b;
+  f->slot[i].block = b;
 }
 
 static void table_remove_at(cp_front_t *f, unsigned i) {
@@ -262,7 +263,7 @@ static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
 
 /* ---- frees without a key ---------------------------------------------------------- */
 
-/* Cache lock held, b found at table slot i: the program freed b without a
+/* Cache lock held, b found at lent index i: the program freed b without a
  * key; it leaves the cache for the pool's deferred stack. */
 static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, int i) {
   lent_remove_at(f, i);
