@@ -178,8 +178,7 @@ static tls_home_t *home_entry(cp_pool_t *main, bool create) {
   return empty;
 }
 
-cp_pool_t *cp_arena_home(cp_pool_t *main) {
-  if (!atomic_load_explicit(&main->has_arenas, memory_order_relaxed)) return main;
+cp_pool_t *cp_arena_home_of_thread(cp_pool_t *main) {
   tls_home_t *h = home_entry(main, false);
   return h ? h->arena : main;
 }

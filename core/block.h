@@ -58,6 +58,9 @@ typedef struct cp_block {
    * lock; tc_free, under that cache's own lock: freed into it. */
   struct cp_front *lent;
   bool tc_free;
+  /* Lent: the pool would hand it out whole for `requested` bytes again, so
+   * the cache may give it back for the same size without asking the rules. */
+  bool whole_for_requested;
   /* ACTIVE, freed without a key by the thread it was lent to: the next in
    * the pool's stack of such frees, which the pool takes under its lock. */
   struct cp_block *deferred_next;

@@ -470,7 +470,9 @@ static int best_whole(cp_pool_t *pool, const cp_front_t *f, size_t rsize) {
 /* Pool lock held, nothing freed in the cache (only its owner, here, frees
  * into it): the owner's latest (stream, key) becomes the cache's, and b, if
  * any, just allocated, is lent to it. */
-static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
+static void own(cp_pool_t *pool, cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
+  /* Not always so: a split the pool could not make hands a block out whole. */
+  bool whole = b && cp_serves_whole(&pool->cfg, b, cp_round_size(&pool->cfg, b->requested));
   front_lock(f);
   f->stream = stream;
   f->key = key;
@@ -479,6 +481,7 @@ static void own(cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
     f->n_lent++;
     b->lent = f;
     b->tc_free = false;
+    b->whole_for_requested = whole;
   }
   front_unlock(f);
 }
@@ -504,7 +507,7 @@ static __attribute__((noinline)) int alloc_slow(cp_pool_t *main, cp_pool_t *home
   bool refused = cp_refusal_pending();
   cp_defer_refusal(false);
   if (rc == 0) *out = b->addr;
-  if (f) own(f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
+  if (f) own(pool, f, stream, key, rc == 0 && lend && f->n_lent < LENT_MAX ? b : NULL);
   if (freed)
     cp_settle_and_unlock(pool); /* the frees it took in may take the cache over max_cached */
   else
@@ -533,13 +536,18 @@ int cp_front_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, 
   cp_front_t *f = front_find(pool);
   if (f && key) {
     front_lock(f);
-    size_t rsize;
-    if (f->key == key && f->stream == stream && f->n_free && (rsize = cp_round_size(&pool->cfg, size))) {
-      int i = best_whole(pool, f, rsize);
+    if (f->key == key && f->stream == stream && f->n_free) {
+      /* A thread cycling one block asks for the size it got it for. */
+      cp_block_t *only = f->free_[0];
+      size_t rsize;
+      int i = f->n_free == 1 && only->requested == size && only->whole_for_requested ? 0
+              : (rsize = cp_round_size(&pool->cfg, size)) ? best_whole(pool, f, rsize)
+                                                          : -1;
       if (i >= 0) {
         cp_block_t *b = f->free_[i];
         f->free_[i] = f->free_[--f->n_free];
         b->tc_free = false;
+        b->whole_for_requested = true;
         b->requested = size;
         lent_insert(f, b);
         count_lend(f, b);

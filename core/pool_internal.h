@@ -293,8 +293,12 @@ int cp_shared_init(cp_pool_t *pool);
 void cp_shared_fini(cp_pool_t *pool);
 /* A new arena of main (pool.c), or NULL. */
 cp_pool_t *cp_arena_new(cp_pool_t *main);
-/* The calling thread's arena of main. */
-cp_pool_t *cp_arena_home(cp_pool_t *main);
+/* The calling thread's arena of main. Inline: every allocation and free
+ * asks, and most pools never make an arena. */
+cp_pool_t *cp_arena_home_of_thread(cp_pool_t *main);
+static inline cp_pool_t *cp_arena_home(cp_pool_t *main) {
+  return atomic_load_explicit(&main->has_arenas, memory_order_relaxed) ? cp_arena_home_of_thread(main) : main;
+}
 /* Lock the thread's arena `pool` of main, or, when it keeps finding that
  * lock taken, another (the thread moves): returns the arena locked. */
 cp_pool_t *cp_arena_lock(cp_pool_t *main, cp_pool_t *pool);

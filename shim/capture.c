@@ -19,7 +19,8 @@ typedef struct cp_capture {
 
 static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
 static cp_capture_t *captures; /* guarded by capture_lock */
-static atomic_int captures_active, strict_captures_active, captures_without_pre_event;
+static atomic_int captures_active, captures_without_pre_event;
+atomic_int cp_strict_captures_active;   /* capture.h */
 static cudaEvent_t beginning_pre_event; /* between begin_lock and begin_done */
 
 /* The special handles (0, legacy, per-thread) are blocking: no ordering work
@@ -48,7 +49,7 @@ static void started(uintptr_t stream, bool strict, cudaEvent_t pre_event) {
   captures = c;
   if (!pre_event) atomic_fetch_add(&captures_without_pre_event, 1);
   atomic_fetch_add(&captures_active, 1);
-  if (strict) atomic_fetch_add(&strict_captures_active, 1);
+  if (strict) atomic_fetch_add(&cp_strict_captures_active, 1);
 }
 
 static void ended(uintptr_t stream) {
@@ -57,7 +58,7 @@ static void ended(uintptr_t stream) {
     if (c->stream != stream) continue;
     *link = c->next;
     atomic_fetch_sub(&captures_active, 1);
-    if (c->strict) atomic_fetch_sub(&strict_captures_active, 1);
+    if (c->strict) atomic_fetch_sub(&cp_strict_captures_active, 1);
     if (!c->pre_event) atomic_fetch_sub(&captures_without_pre_event, 1);
     drop_event(c->pre_event);
     free(c);
@@ -95,10 +96,6 @@ void cp_capture_forget_stream(uintptr_t stream) {
   pthread_rwlock_unlock(&capture_lock);
 }
 
-bool cp_capture_strict_active(void) {
-  return atomic_load_explicit(&strict_captures_active, memory_order_acquire) != 0;
-}
-
 bool cp_capture_none_lock(void) {
   if (atomic_load(&captures_active)) return false;
   pthread_rwlock_rdlock(&capture_lock);
@@ -109,7 +106,8 @@ bool cp_capture_none_lock(void) {
 
 bool cp_capture_relaxed_lock(void) {
   pthread_rwlock_rdlock(&capture_lock);
-  if (atomic_load(&strict_captures_active) == 0 && atomic_load(&captures_without_pre_event) == 0) return true;
+  if (atomic_load(&cp_strict_captures_active) == 0 && atomic_load(&captures_without_pre_event) == 0)
+    return true;
   pthread_rwlock_unlock(&capture_lock);
   return false;
 }

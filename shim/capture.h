@@ -11,12 +11,13 @@
  * fence is ever being issued while a capture starts. Code that issues CUDA
  * ordering work takes it for reading with cp_capture_none_lock().
  *
- * Invariant: captures_active counts the list; strict_captures_active counts
+ * Invariant: captures_active counts the list; cp_strict_captures_active counts
  * its strict entries; every record's pre-capture event is destroyed when
  * the record goes. */
 #ifndef CUDAPOOL_SHIM_CAPTURE_H
 #define CUDAPOOL_SHIM_CAPTURE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,8 +38,12 @@ void cp_capture_end_done(bool ended, uintptr_t stream);
 void cp_capture_forget_stream(uintptr_t stream);
 /* Whether stream is capturing now. */
 bool cp_capture_stream_capturing(uintptr_t stream);
-/* Any capture in global or thread-local mode in progress. */
-bool cp_capture_strict_active(void);
+/* Any capture in global or thread-local mode in progress. Inline: every
+ * allocation and free asks. */
+extern atomic_int cp_strict_captures_active;
+static inline bool cp_capture_strict_active(void) {
+  return atomic_load_explicit(&cp_strict_captures_active, memory_order_acquire) != 0;
+}
 /* True (and the lock held for reading) when no capture is in progress; then
  * call cp_capture_unlock(). */
 bool cp_capture_none_lock(void);

@@ -12,7 +12,10 @@
  * whose work has all completed (a query, cheaper than the record and the
  * wait: the many streams cuDNN creates are mostly idle) needs no event: its
  * past work can no longer touch anything; it still waits on E, since its
- * future work must follow everyone else's past work. A fence is the same
+ * future work must follow everyone else's past work, unless the legacy
+ * stream is idle as well (its query reports the work of blocking and
+ * per-thread default streams too: docs/DESIGN.md): then nothing from before the barrier is
+ * left running, and the queries are the whole barrier. A fence is the same
  * events, queried or waited on later. Neither may touch a capturing
  * stream (it would join or break the capture), nor the legacy stream while
  * a blocking stream captures. So during captures they are issued only when
@@ -102,15 +105,28 @@ static int cuda_barrier(void *ctx, int device) {
   if (!ordering_begin(dev, &token)) return -1;
   const cp_api_t *api = API();
   bool ok = ensure_event(api, &dev->barrier_event);
+  bool all_idle = ok; /* every non-blocking stream's past work is done */
   cp_stream_entry_t *s, *tmp;
   void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (!ok || !s->nonblocking) continue;
-    if (capturing(s, &pre))
+    if (capturing(s, &pre)) {
+      all_idle = false;
       ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
-    else if (!api->stream_idle(s->stream))
+    } else if (!api->stream_idle(s->stream)) {
+      all_idle = false;
       ok = s->event && api->event_record(s->event, s->stream) == 0 &&
            api->stream_wait(cudaStreamLegacy, s->event) == 0;
+    }
+  }
+  /* The legacy stream idle too: no work from before the barrier is left to
+   * order anything after. Only with non-blocking streams live, where the
+   * query saves a record and a wait per stream (half the barrier's cost on
+   * the H200, docs/BENCHMARKS.md); without them the barrier is one record. */
+  if (all_idle && atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed) > 0 &&
+      api->stream_idle(cudaStreamLegacy)) {
+    ordering_end(dev, token);
+    return 0;
   }
   ok = ok && api->event_record(dev->barrier_event, cudaStreamLegacy) == 0;
   /* A capturing stream waits when its capture ends (cp_stream_after_barriers). */

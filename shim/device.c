@@ -11,35 +11,33 @@
 #include "trace.h"
 #include "util.h"
 
-static cp_device_t devices[CP_MAX_DEVICES];
+cp_device_t cp_devices[CP_MAX_DEVICES]; /* device.h */
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-static atomic_bool per_thread_stream_seen;
+atomic_bool cp_per_thread_stream_seen; /* device.h */
 /* Bumped whenever a stream is created, destroyed or forgotten: it
  * invalidates every thread's cached answer of cp_device_stream_known. */
 static atomic_uint stream_generation;
-static _Atomic uint64_t pool_mask; /* bit i: devices[i] may have a pool (i < 64) */
+_Atomic uint64_t cp_pool_mask; /* device.h */
 
 static void table_init(void) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
-    devices[i].id = i;
-    pthread_mutex_init(&devices[i].lock, NULL);
+    cp_devices[i].id = i;
+    pthread_mutex_init(&cp_devices[i].lock, NULL);
   }
 }
 
 cp_device_t *cp_device(int id) {
   pthread_once(&table_once, table_init);
-  return id >= 0 && id < CP_MAX_DEVICES ? &devices[id] : NULL;
+  return id >= 0 && id < CP_MAX_DEVICES ? &cp_devices[id] : NULL;
 }
 
-/* With a single visible device the current one is always device 0, and
- * cudaGetDevice (a good part of a cache hit's cost) can be skipped. */
-static atomic_int device_count = -1;
+atomic_int cp_visible_devices = -1; /* device.h */
 
 /* The table is made before the count is published: a thread that reads a
- * count of 1 may use devices[0] without pthread_once (it is on every
+ * count of 1 may use cp_devices[0] without pthread_once (it is on every
  * allocation's path). */
 static int visible_devices(void) {
-  int n = atomic_load_explicit(&device_count, memory_order_acquire);
+  int n = atomic_load_explicit(&cp_visible_devices, memory_order_acquire);
   if (n >= 0) return n;
   n = 0;
   if (!cp_real.cudaGetDeviceCount || cp_real.cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -47,12 +45,12 @@ static int visible_devices(void) {
     return 0; /* unknown: ask every time, and ask again later */
   }
   pthread_once(&table_once, table_init);
-  atomic_store_explicit(&device_count, n, memory_order_release);
+  atomic_store_explicit(&cp_visible_devices, n, memory_order_release);
   return n;
 }
 
-cp_device_t *cp_current_device(void) {
-  if (visible_devices() == 1) return &devices[0];
+cp_device_t *cp_current_device_asked(void) {
+  if (visible_devices() == 1) return &cp_devices[0];
   int id = 0;
   if (cp_real.cudaGetDevice(&id) != cudaSuccess) return NULL;
   return cp_device(id);
@@ -74,10 +72,6 @@ void cp_device_leave(int token) {
   if (api && token >= 0) api->leave(token);
 }
 
-cp_pool_t *cp_device_pool_if_any(const cp_device_t *dev) {
-  return atomic_load_explicit(&((cp_device_t *)dev)->pool, memory_order_acquire);
-}
-
 cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_device_t *dev)) {
   cp_pool_t *pool = atomic_load_explicit(&dev->pool, memory_order_acquire);
   if (pool) return pool;
@@ -86,7 +80,7 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
   if (!pool) {
     pool = create(dev);
     atomic_store_explicit(&dev->pool, pool, memory_order_release);
-    if (pool) atomic_fetch_or(&pool_mask, 1ull << dev->id);
+    if (pool) atomic_fetch_or(&cp_pool_mask, 1ull << dev->id);
   }
   pthread_mutex_unlock(&dev->lock);
   return pool;
@@ -98,19 +92,14 @@ bool cp_device_nonblocking_live(const cp_device_t *dev) {
 
 int cp_device_id(const cp_device_t *dev) { return dev->id; }
 
-cp_device_t *cp_sole_device_with_pool(void) {
-  uint64_t mask = atomic_load_explicit(&pool_mask, memory_order_acquire);
-  return mask && !(mask & (mask - 1)) ? &devices[__builtin_ctzll(mask)] : NULL;
-}
-
 cp_device_t *cp_next_device_with_pool(int *next) {
   uint64_t mask =
-      *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&pool_mask, memory_order_acquire) >> *next;
+      *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&cp_pool_mask, memory_order_acquire) >> *next;
   while (mask) {
     int i = *next + __builtin_ctzll(mask);
-    if (atomic_load_explicit(&devices[i].pool, memory_order_acquire)) {
+    if (atomic_load_explicit(&cp_devices[i].pool, memory_order_acquire)) {
       *next = i + 1;
-      return &devices[i];
+      return &cp_devices[i];
     }
     mask &= mask - 1;
   }
@@ -276,16 +265,9 @@ void cp_stream_after_barriers(cudaStream_t stream) {
 }
 
 void cp_note_per_thread_stream(void) {
-  if (atomic_load_explicit(&per_thread_stream_seen, memory_order_relaxed)) return;
-  if (!atomic_exchange(&per_thread_stream_seen, true) && cp_trace_enabled())
+  if (atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed)) return;
+  if (!atomic_exchange(&cp_per_thread_stream_seen, true) && cp_trace_enabled())
     cp_trace_extra(CP_TRACE_PER_THREAD_STREAM, 0, 0, 0);
-}
-
-uint64_t cp_device_reuse_key(cp_device_t *dev) {
-  if (atomic_load_explicit(&dev->live_streams, memory_order_relaxed) ||
-      atomic_load_explicit(&per_thread_stream_seen, memory_order_relaxed))
-    return 0;
-  return cp_thread_key();
 }
 
 /* A device reset (a context released at exit, often) leaves its last pool
@@ -294,8 +276,8 @@ int cp_device_stats_all(cudapool_stats_t *out, int cap) {
   pthread_once(&table_once, table_init);
   int n = 0;
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
-    cp_pool_t *pool = atomic_load_explicit(&devices[i].pool, memory_order_acquire);
-    if (!pool) pool = atomic_load_explicit(&devices[i].last_retired, memory_order_acquire);
+    cp_pool_t *pool = atomic_load_explicit(&cp_devices[i].pool, memory_order_acquire);
+    if (!pool) pool = atomic_load_explicit(&cp_devices[i].last_retired, memory_order_acquire);
     if (!pool) continue;
     if (n < cap) cp_get_stats(pool, &out[n]);
     n++;

@@ -24,6 +24,7 @@
 
 #include "api.h"
 #include "pool.h"
+#include "shim.h"
 
 #define CP_MAX_DEVICES 64
 
@@ -50,13 +51,30 @@ typedef struct cp_device {
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
 cp_device_t *cp_device(int id);
 int cp_device_id(const cp_device_t *dev);
+/* What the inline accessors below read (device.c writes them): the table;
+ * bit i of cp_pool_mask: cp_devices[i] may have a pool (i < 64); the number
+ * of visible devices, -1 until known, published after the table is made.
+ * Inline because every allocation and free asks, and a build without
+ * link-time optimisation would make each a call. */
+extern cp_device_t cp_devices[CP_MAX_DEVICES];
+extern _Atomic uint64_t cp_pool_mask;
+extern atomic_int cp_visible_devices;
+
 /* The device current on this thread for the runtime, or NULL when none can
- * be had (runtime wrappers only). */
-cp_device_t *cp_current_device(void);
+ * be had (runtime wrappers only). With a single visible device it is always
+ * device 0, and cudaGetDevice (a good part of a cache hit's cost) is
+ * skipped. */
+cp_device_t *cp_current_device_asked(void);
+static inline cp_device_t *cp_current_device(void) {
+  return atomic_load_explicit(&cp_visible_devices, memory_order_acquire) == 1 ? &cp_devices[0]
+                                                                              : cp_current_device_asked();
+}
 /* The number of devices, 0 when it cannot be had (the flavour in use). */
 int cp_device_count(void);
 /* Its pool, or NULL while it has none. */
-cp_pool_t *cp_device_pool_if_any(const cp_device_t *dev);
+static inline cp_pool_t *cp_device_pool_if_any(const cp_device_t *dev) {
+  return atomic_load_explicit(&((cp_device_t *)dev)->pool, memory_order_acquire);
+}
 /* Its pool, made by create(dev) under the device lock if it has none yet;
  * NULL if that failed (serve.c owns how pools are made). */
 cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_device_t *dev));
@@ -65,7 +83,10 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 cp_device_t *cp_next_device_with_pool(int *next);
 /* The device whose pool may exist when only one may (the common case: a
  * free's fast path), else NULL. Its pool may still be NULL. */
-cp_device_t *cp_sole_device_with_pool(void);
+static inline cp_device_t *cp_sole_device_with_pool(void) {
+  uint64_t mask = atomic_load_explicit(&cp_pool_mask, memory_order_acquire);
+  return mask && !(mask & (mask - 1)) ? &cp_devices[__builtin_ctzll(mask)] : NULL;
+}
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
  * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);
@@ -86,8 +107,15 @@ void cp_stream_destroying(cudaStream_t stream);
 void cp_stream_after_barriers(cudaStream_t stream);
 /* Key for same-thread reuse on this device now, 0 when it would be unsafe:
  * only while the program has created no streams on it and uses no per-thread
- * default stream, so all of a thread's work is ordered by its own order. */
-uint64_t cp_device_reuse_key(cp_device_t *dev);
+ * default stream, so all of a thread's work is ordered by its own order.
+ * Inline: every allocation and free asks. */
+extern atomic_bool cp_per_thread_stream_seen;
+static inline uint64_t cp_device_reuse_key(cp_device_t *dev) {
+  if (atomic_load_explicit(&dev->live_streams, memory_order_relaxed) ||
+      atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed))
+    return 0;
+  return cp_thread_key();
+}
 /* The program used the per-thread default stream: same-thread reuse is off
  * from now on. */
 void cp_note_per_thread_stream(void);

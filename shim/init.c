@@ -33,11 +33,11 @@ static void start(void) {
 
 void cp_options_start(void) { pthread_once(&once, start); }
 
-uint64_t cp_thread_key(void) {
+__thread __attribute__((tls_model("initial-exec"))) uint64_t cp_thread_key_value;
+
+uint64_t cp_thread_key_first(void) {
   static atomic_uint_fast64_t next_key = 1;
-  static __thread __attribute__((tls_model("initial-exec"))) uint64_t key;
-  if (!key) key = atomic_fetch_add(&next_key, 1);
-  return key;
+  return cp_thread_key_value = atomic_fetch_add(&next_key, 1);
 }
 
 __attribute__((constructor)) static void cudapool_start(void) { pthread_once(&once, start); }

@@ -16,7 +16,7 @@
 
 /* 0 until the first call has loaded the options and looked for the runtime,
  * then 1 (pass through) or 2 (the runtime layer serves). */
-static atomic_int runtime_state;
+atomic_int cp_runtime_state;
 static atomic_bool activated, fork_passthrough;
 static pthread_once_t activate_once = PTHREAD_ONCE_INIT;
 
@@ -31,24 +31,22 @@ static void child_after_fork(void) {
   if (!atomic_load(&activated)) return; /* nothing happened yet: a fresh start */
   atomic_store(&fork_passthrough, true);
   atomic_store(&activated, false);
-  atomic_store(&runtime_state, 1);
+  atomic_store(&cp_runtime_state, 1);
 }
 
 void cp_layer_at_load(void) { pthread_atfork(NULL, NULL, child_after_fork); }
 
-bool cp_shim_init(void) {
-  int s = atomic_load_explicit(&runtime_state, memory_order_acquire);
-  if (s) return s == 2;
+bool cp_shim_init_first(void) {
   cp_options_start();
   pthread_once(&activate_once, activate);
   /* Looked for on every path: a disabled shim still forwards. */
   bool on = !atomic_load(&fork_passthrough) && cp_real_complete() && !cp_opts.disable &&
             cp_opts.layer != CP_LAYER_DRIVER;
-  atomic_store_explicit(&runtime_state, on ? 2 : 1, memory_order_release);
+  atomic_store_explicit(&cp_runtime_state, on ? 2 : 1, memory_order_release);
   return on;
 }
 
-bool cp_runtime_serving(void) { return atomic_load_explicit(&runtime_state, memory_order_relaxed) == 2; }
+bool cp_runtime_serving(void) { return atomic_load_explicit(&cp_runtime_state, memory_order_relaxed) == 2; }
 
 /* Decides the runtime layer too, so that the flavour pick below never
  * sees an undecided runtime. */

@@ -20,13 +20,20 @@
 #ifndef CUDAPOOL_SHIM_LAYER_H
 #define CUDAPOOL_SHIM_LAYER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "api.h"
 
 /* Load the options (once) and decide the runtime layer. Every runtime
- * wrapper calls it first; true when the runtime layer serves. */
-bool cp_shim_init(void);
+ * wrapper calls it first; true when the runtime layer serves. Inline: the
+ * answer is one load once known. */
+extern atomic_int cp_runtime_state; /* 0 unknown, 1 pass through, 2 the runtime layer serves */
+bool cp_shim_init_first(void);
+static inline bool cp_shim_init(void) {
+  int s = atomic_load_explicit(&cp_runtime_state, memory_order_acquire);
+  return s ? s == 2 : cp_shim_init_first();
+}
 bool cp_runtime_serving(void);
 bool cp_hooking(void);
 bool cp_driver_serving(void);

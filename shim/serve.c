@@ -179,16 +179,19 @@ static int free_in_device_pool(cp_device_t *dev, uintptr_t p, uint64_t stream, u
  * stream the free is ordered on (stream_order.h), or CP_STREAM_DEVICE for a
  * free ordered on none, which the thread may reuse at once where the reuse
  * rules allow; a stream-ordered free is reusable at once on its stream. */
-static int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
-  /* One device with a pool (nearly every program): no walk. */
-  cp_device_t *sole = cp_sole_device_with_pool();
-  if (sole) return free_in_device_pool(sole, p, stream, flags);
+static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t stream, unsigned flags) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     int rc = free_in_device_pool(dev, p, stream, flags);
     if (rc != ENOENT) return rc;
   }
   return ENOENT;
+}
+
+static inline int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
+  /* One device with a pool (nearly every program): no walk. */
+  cp_device_t *sole = cp_sole_device_with_pool();
+  return sole ? free_in_device_pool(sole, p, stream, flags) : free_in_every_pool(p, stream, flags);
 }
 
 int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {

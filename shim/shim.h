@@ -22,7 +22,13 @@ extern cp_options_t cp_opts;
  * where the pool serves is layer.h's. */
 void cp_options_start(void);
 
-/* A non-zero number unique to the calling thread. */
-uint64_t cp_thread_key(void);
+/* A non-zero number unique to the calling thread. Inline: it is on every
+ * allocation's and free's path. */
+extern __thread __attribute__((tls_model("initial-exec"))) uint64_t cp_thread_key_value;
+uint64_t cp_thread_key_first(void); /* this thread's first call */
+static inline uint64_t cp_thread_key(void) {
+  uint64_t key = cp_thread_key_value;
+  return key ? key : cp_thread_key_first();
+}
 
 #endif

@@ -52,3 +52,33 @@ Test(shim_it_mt, no_reuse_before_the_fence_under_the_shim) {
   it_free(&n);
   it_free(&s);
 }
+
+/* A block that fills its segment, cycled while a non-blocking stream is
+ * live: every reuse needs a barrier. With all work complete, the barrier
+ * is stream queries alone (no event record, no wait); with work in flight
+ * on any kind of stream, a full one (the legacy stream's record, counted),
+ * and the next owner's write races with nothing. */
+Test(shim_it_mt, a_barrier_over_idle_streams_records_nothing) {
+  it_result n, s;
+  it_same(&n, &s, NULL, "idle_barrier", NULL);
+  cr_assert(eq(str, (char *)it_compared(&s),
+               "idle_barrier_all_idle: errors=0 last=0\n"
+               "idle_barrier_legacy_busy: errors=0 races=0 last=0\n"
+               "idle_barrier_nonblocking_busy: errors=0 races=0 last=0\n"
+               "idle_barrier_blocking_busy: errors=0 races=0 last=0\n"
+               "idle_barrier_per_thread_busy: errors=0 races=0 last=0\n"));
+  cr_assert(eq(long, it_val(&s, "info", "idle_barriers", -1), 10), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "info", "idle_same", -1), 10), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "info", "idle_records", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "info", "idle_waits", -1), 0), "%s", s.out);
+  const char *busy[] = {"legacy_busy", "nonblocking_busy", "blocking_busy", "per_thread_busy"};
+  for (size_t i = 0; i < sizeof busy / sizeof busy[0]; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "%s_same", busy[i]);
+    cr_assert(eq(long, it_val(&s, "info", key, -1), 1), "%s: %s", key, s.out);
+    snprintf(key, sizeof key, "%s_records", busy[i]);
+    cr_assert(gt(long, it_val(&s, "info", key, -1), 0), "%s: %s", key, s.out);
+  }
+  it_free(&n);
+  it_free(&s);
+}
