@@ -576,6 +576,7 @@ static __attribute__((noinline)) void spill_half(cp_pool_t *pool, cp_front_t *f)
 
 static __attribute__((noinline)) int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr,
                                                const uint64_t *restream, uint64_t key, unsigned flags) {
+  if (!cp_owned_maybe(addr)) return ENOENT; /* no pool's: no lock for each arena */
   pthread_mutex_lock(&pool->lock);
   drain_deferred(pool); /* frees this thread deferred came first */
   if (f) {

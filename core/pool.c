@@ -150,6 +150,7 @@ static void teardown_one(cp_pool_t *pool, bool give_back) {
   while (pool->oldest) {
     cp_segment_t *seg = pool->oldest;
     pool->oldest = seg->newer;
+    cp_owned_remove(seg->base, seg->size);
     cp_block_t *b = seg->first;
     while (b) {
       cp_block_t *next = b->next;
@@ -635,6 +636,7 @@ static size_t block_size_one(cp_pool_t *pool, uintptr_t addr) {
 }
 
 size_t cp_block_size(cp_pool_t *main, uintptr_t addr) {
+  if (!cp_owned_maybe(addr)) return 0;
   size_t size = 0;
   for (unsigned i = 0, n = cp_arena_count(main); i < n && !size; i++)
     size = block_size_one(cp_arena_at(main, i), addr);
@@ -661,6 +663,7 @@ static int block_find_one(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out)
 }
 
 int cp_block_find(cp_pool_t *main, uintptr_t addr, cp_block_info_t *out) {
+  if (!cp_owned_maybe(addr)) return ENOENT;
   int rc = ENOENT;
   EACH_ARENA_UNTIL_FOUND(main, rc, block_find_one(pool, addr, out))
   return rc;
@@ -692,6 +695,7 @@ static int record_stream_one(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
 }
 
 int cp_record_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream) {
+  if (!cp_owned_maybe(addr)) return ENOENT;
   int rc = ENOENT;
   EACH_ARENA_UNTIL_FOUND(main, rc, record_stream_one(pool, addr, stream))
   return rc;

@@ -30,6 +30,7 @@ static inline unsigned cp_hash_words(const void *key, size_t len) {
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = cp_hash_words((keyptr), (keylen)))
 
 #include "bins.h"
+#include "owned.h"
 #include "pool.h"
 
 typedef struct cp_shared cp_shared_t;

@@ -97,6 +97,7 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
       .base = base, .size = size, .small = small, .expandable = expandable, .mapped = mapped, .first = b};
   CP_LIST_INSERT_AFTER(pool->oldest, pool->newest, pool->newest, seg, older, newer);
   RB_INSERT(cp_segment_tree, &pool->segments, seg);
+  cp_owned_add(base, size);
   *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
   pool->block_count++;
   pool->free_block_count++;
@@ -118,6 +119,7 @@ void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg) {
   pool->free_block_count--;
   RB_REMOVE(cp_segment_tree, &pool->segments, seg);
   CP_LIST_UNLINK(pool->oldest, pool->newest, seg, older, newer);
+  cp_owned_remove(seg->base, seg->size);
   if (seg->expandable) {
     cp_segment_unreserve(pool, seg); /* its pages are unmapped already */
   } else {
