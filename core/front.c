@@ -629,6 +629,7 @@ front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t k
 static __attribute__((noinline)) int free_in_other_arenas(cp_pool_t *main, cp_pool_t *home, uintptr_t addr,
                                                           const uint64_t *restream, uint64_t key,
                                                           unsigned flags) {
+  if (!cp_owned_maybe(addr)) return ENOENT; /* no arena's: not even their caches' locks */
   int rc = ENOENT;
   for (unsigned i = 0, n = cp_arena_count(main); rc == ENOENT && i < n; i++) {
     cp_pool_t *a = cp_arena_at(main, i);

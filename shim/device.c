@@ -126,6 +126,14 @@ static void retire(cp_pool_t *pool) {
   pthread_mutex_unlock(&retired_lock);
 }
 
+uintptr_t cp_device_default_mempool(const cp_device_t *dev) {
+  return atomic_load_explicit(&((cp_device_t *)dev)->default_mempool, memory_order_relaxed);
+}
+
+void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool) {
+  atomic_store_explicit(&dev->default_mempool, pool, memory_order_relaxed);
+}
+
 void cp_device_reset(cp_device_t *dev) {
   pthread_mutex_lock(&dev->lock);
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
@@ -136,6 +144,7 @@ void cp_device_reset(cp_device_t *dev) {
   atomic_store(&dev->live_nonblocking, 0);
   dev->barrier_event = NULL;
   dev->n_spare = 0;
+  atomic_store(&dev->default_mempool, 0); /* the new context has its own */
   pthread_mutex_unlock(&dev->lock);
   if (pool) {
     cp_pool_retire(pool);

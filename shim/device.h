@@ -46,6 +46,7 @@ typedef struct cp_device {
   cudaEvent_t barrier_event; /* E, recorded on the legacy stream */
   cudaEvent_t *spare_events; /* for fences */
   int n_spare, cap_spare;
+  _Atomic uintptr_t default_mempool; /* its default memory pool once asked, else 0 */
 } cp_device_t;
 
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
@@ -87,6 +88,11 @@ static inline cp_device_t *cp_sole_device_with_pool(void) {
   uint64_t mask = atomic_load_explicit(&cp_pool_mask, memory_order_acquire);
   return mask && !(mask & (mask - 1)) ? &cp_devices[__builtin_ctzll(mask)] : NULL;
 }
+/* Its default memory pool as last asked (0: not yet, or reset since), and
+ * the answer to keep: asking is a CUDA call, and every *FromPoolAsync
+ * needs it. */
+uintptr_t cp_device_default_mempool(const cp_device_t *dev);
+void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool);
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
  * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);

@@ -21,8 +21,14 @@ uint64_t cp_stream_tag(uintptr_t stream, bool per_thread_api) {
 }
 
 static bool default_pool_is(const cp_mempool_calls_t *layer, int device, uintptr_t pool) {
-  uintptr_t def = 0;
-  return pool && layer->default_pool(device, &def) == 0 && def == pool;
+  cp_device_t *dev = cp_device(device);
+  if (!pool || !dev) return false;
+  uintptr_t def = cp_device_default_mempool(dev);
+  if (!def) {
+    if (layer->default_pool(device, &def) != 0) return false;
+    cp_device_note_default_mempool(dev, def);
+  }
+  return def == pool;
 }
 
 cp_alloc_verdict_t cp_serve_alloc_async(const cp_mempool_calls_t *layer, cp_device_t *dev, size_t size,

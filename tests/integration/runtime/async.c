@@ -64,6 +64,8 @@ Test(shim_it, program_pools_and_a_replaced_current_pool_pass_through) {
   it_result n, s;
   it_same(&n, &s, NULL, "async", IT_ARGS("pools"));
   cr_assert(eq(long, it_info_val(&s, "pools_created", "real_calls", -1), 1), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "pools_created_again", "default_pool_asks", -1), 0),
+            "the default pool is asked once, not at every *FromPoolAsync: %s", s.out);
   cr_assert(eq(long, it_info_val(&s, "pools_current", "replaced_calls", -1), 1), "%s", s.out);
   cr_assert(eq(long, it_info_val(&s, "pools_current", "restored_calls", -1), 0), "%s", s.out);
   cr_assert(eq(long, it_info_val(&s, "pools_default", "real_calls", -1), 0), "%s", s.out);

@@ -160,6 +160,12 @@ static void pools(void) {
          (unsigned long long)used, f, sync, (unsigned long long)attr(mine, cudaMemPoolAttrUsedMemCurrent),
          LAST());
   printf("info: pools_created real_calls=%ld\n", fake_calls("cudaMallocFromPoolAsync") - calls0);
+  long asks0 = fake_calls("cudaDeviceGetDefaultMemPool");
+  int again = 0;
+  for (int i = 0; i < 10; i++) again |= cudaMallocFromPoolAsync(&p, 4 * KiB, mine, s) | cudaFreeAsync(p, s);
+  printf("pools_created_again: errors=%d sync=%d last=%d\n", again, cudaStreamSynchronize(s), LAST());
+  printf("info: pools_created_again default_pool_asks=%ld\n",
+         fake_calls("cudaDeviceGetDefaultMemPool") - asks0);
 
   /* The current pool replaced: cudaMallocAsync is CUDA's; restored: served. */
   int set = cudaDeviceSetMemPool(0, mine) | cudaDeviceGetMemPool(&cur, 0);
