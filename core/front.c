@@ -638,8 +638,8 @@ static __attribute__((noinline)) int free_in_other_arenas(cp_pool_t *main, cp_po
   return rc;
 }
 
-static int arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                       unsigned flags) {
+static inline __attribute__((always_inline)) int
+arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
   cp_pool_t *home = cp_arena_home(main);
   int rc = front_free(home, addr, restream, key, flags);
   if (rc == ENOENT && atomic_load_explicit(&main->has_arenas, memory_order_relaxed))

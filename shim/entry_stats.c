@@ -35,8 +35,7 @@ void cp_entry_lookup(const char *name, cp_entry_door_t door) {
     }
 }
 
-void cp_entry_call(cp_entry_t e, bool was_served) {
-  if (!cp_opts.verbose) return;
+void cp_entry_count(cp_entry_t e, bool was_served) {
   atomic_fetch_add_explicit(&calls[e], 1, memory_order_relaxed);
   if (was_served) atomic_fetch_add_explicit(&served[e], 1, memory_order_relaxed);
 }

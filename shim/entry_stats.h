@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "shim.h"
+
 /* X(name): the base names (no _v2, _ptsz suffix) watched. The wrapped
  * ones first. */
 #define CP_ENTRY_LIST(X)       \
@@ -61,8 +63,13 @@ typedef enum cp_entry_door { CP_DOOR_DLSYM, CP_DOOR_PROC_ADDRESS } cp_entry_door
 /* A lookup of name (exported name or base name) through door; names not
  * watched are ignored. */
 void cp_entry_lookup(const char *name, cp_entry_door_t door);
-/* A program's call reached the wrapper of e; served: the pool answered it. */
-void cp_entry_call(cp_entry_t e, bool served);
+/* A program's call reached the wrapper of e; served: the pool answered it.
+ * Counted only with CUDAPOOL_VERBOSE, which the inline check reads without
+ * a call (every allocation passes here). */
+void cp_entry_count(cp_entry_t e, bool served);
+static inline void cp_entry_call(cp_entry_t e, bool served) {
+  if (cp_opts.verbose) cp_entry_count(e, served);
+}
 /* The lines of the report (nothing when no entry point was touched). */
 void cp_entry_report(FILE *out);
 

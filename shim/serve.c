@@ -134,20 +134,9 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
   fputc('\n', stderr);
 }
 
-cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
-  return dev ? cp_serve_alloc_for(dev, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out) : CP_FORWARD;
-}
-
-cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key,
-                                      uintptr_t *out) {
-  /* During a strict capture the program's call must fail or succeed (and
-   * invalidate the capture or not) exactly as natively. */
-  if (!dev || cp_capture_strict_active()) return CP_FORWARD;
-  cp_pool_t *pool = cp_device_pool_if_any(dev);
-  if (!pool) pool = cp_serve_pool(dev);
-  if (!pool) return CP_FORWARD;
-  int rc = cp_front_alloc(pool, size, stream, key, out);
-  if (rc == 0) return CP_SERVED;
+/* The pool could not serve: rc is cp_front_alloc's. */
+static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, cp_device_t *dev, size_t size,
+                                                               int rc) {
   if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
@@ -156,6 +145,28 @@ cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t st
    * made now, fails (or succeeds) exactly as natively. */
   if (cfg.limit == CP_NO_LIMIT || rc != ENOMEM) return CP_FORWARD;
   return CP_OUT_OF_MEMORY;
+}
+
+/* Inlined into both callers: cudaMalloc's path is one call shorter. */
+static inline __attribute__((always_inline)) cp_alloc_verdict_t
+alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+  /* During a strict capture the program's call must fail or succeed (and
+   * invalidate the capture or not) exactly as natively. */
+  if (!dev || cp_capture_strict_active()) return CP_FORWARD;
+  cp_pool_t *pool = cp_device_pool_if_any(dev);
+  if (!pool) pool = cp_serve_pool(dev);
+  if (!pool) return CP_FORWARD;
+  int rc = cp_front_alloc(pool, size, stream, key, out);
+  return rc == 0 ? CP_SERVED : not_served(pool, dev, size, rc);
+}
+
+cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
+  return dev ? alloc_for(dev, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out) : CP_FORWARD;
+}
+
+cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key,
+                                      uintptr_t *out) {
+  return alloc_for(dev, size, stream, key, out);
 }
 
 /* A pointer-map lookup: cheaper than cp_serve_block_of's segment walk. */
@@ -168,7 +179,8 @@ bool cp_serve_owned(uintptr_t p) {
   return false;
 }
 
-static int free_in_device_pool(cp_device_t *dev, uintptr_t p, uint64_t stream, unsigned flags) {
+static inline __attribute__((always_inline)) int free_in_device_pool(cp_device_t *dev, uintptr_t p,
+                                                                     uint64_t stream, unsigned flags) {
   cp_pool_t *pool = cp_device_pool_if_any(dev);
   uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
   return pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
