@@ -3,8 +3,8 @@
  * on any device) overlap it. A free of an address whose granule no segment
  * overlaps is no pool's, and goes to CUDA without taking a pool lock: a
  * program freeing memory of its own CUDA pools (cudaMemPoolCreate, which
- * cudapool leaves alone) paid one lock per arena, 1-2 µs a free on the H200
- * with 16 arenas.
+ * cudapool leaves alone) paid one lock per arena: with 16 arenas on the
+ * H200 its allocation and free cost 1.5-3 µs through the shim, 0.7 natively.
  *
  * Two levels: the top indexes address bits 35-47 (8192 ranges of 32 GiB),
  * a leaf bits 21-34 (16384 counts); a leaf is made with the first segment
