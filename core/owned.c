@@ -56,7 +56,10 @@ static void change(uintptr_t base, size_t size, bool add) {
   }
   for (uintptr_t g = base >> GRANULE_SHIFT; g <= last >> GRANULE_SHIFT; g++) {
     leaf_t *leaf = leaf_of(g, add);
-    if (!leaf) { /* no memory for it (adding), or never made (the filter is off) */
+    /* No memory for it (adding), or never made (the filter is off: a count
+     * that an add never raised may now fall below zero, which only ever
+     * reads as "maybe"). */
+    if (!leaf) {
       atomic_store(&filter_off, true);
       return;
     }

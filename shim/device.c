@@ -126,12 +126,17 @@ static void retire(cp_pool_t *pool) {
   pthread_mutex_unlock(&retired_lock);
 }
 
-uintptr_t cp_device_default_mempool(const cp_device_t *dev) {
-  return atomic_load_explicit(&((cp_device_t *)dev)->default_mempool, memory_order_relaxed);
+uintptr_t cp_device_default_mempool(const cp_device_t *dev, unsigned *epoch) {
+  cp_device_t *d = (cp_device_t *)dev;
+  *epoch = atomic_load_explicit(&d->resets, memory_order_acquire);
+  return atomic_load_explicit(&d->default_mempool, memory_order_relaxed);
 }
 
-void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool) {
-  atomic_store_explicit(&dev->default_mempool, pool, memory_order_relaxed);
+void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool, unsigned epoch) {
+  pthread_mutex_lock(&dev->lock); /* cp_device_reset's: no reset between the check and the store */
+  if (atomic_load_explicit(&dev->resets, memory_order_relaxed) == epoch)
+    atomic_store_explicit(&dev->default_mempool, pool, memory_order_relaxed);
+  pthread_mutex_unlock(&dev->lock);
 }
 
 void cp_device_reset(cp_device_t *dev) {
@@ -145,6 +150,7 @@ void cp_device_reset(cp_device_t *dev) {
   dev->barrier_event = NULL;
   dev->n_spare = 0;
   atomic_store(&dev->default_mempool, 0); /* the new context has its own */
+  atomic_fetch_add_explicit(&dev->resets, 1, memory_order_release);
   pthread_mutex_unlock(&dev->lock);
   if (pool) {
     cp_pool_retire(pool);
@@ -158,8 +164,9 @@ void cp_device_reset(cp_device_t *dev) {
  * everything submitted so far (an event recorded on the legacy stream, which
  * covers every blocking stream). During a capture no legacy-stream work may
  * be issued: it waits on the last barrier's event instead, which covers
- * every block a barrier made ready. Called with dev->lock held, and the
- * capture lock when no_capture. */
+ * every block a barrier made ready (a barrier that found every stream idle
+ * records nothing: the work before it had completed). Called with dev->lock
+ * held, and the capture lock when no_capture. */
 static void order_after_past_work(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
                                   bool no_capture) {
   if (!dev->barrier_event && api->event_create(&dev->barrier_event) != 0) {

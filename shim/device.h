@@ -47,6 +47,7 @@ typedef struct cp_device {
   cudaEvent_t *spare_events; /* for fences */
   int n_spare, cap_spare;
   _Atomic uintptr_t default_mempool; /* its default memory pool once asked, else 0 */
+  atomic_uint resets;                /* cudaDeviceReset and primary-context releases seen */
 } cp_device_t;
 
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
@@ -90,9 +91,11 @@ static inline cp_device_t *cp_sole_device_with_pool(void) {
 }
 /* Its default memory pool as last asked (0: not yet, or reset since), and
  * the answer to keep: asking is a CUDA call, and every *FromPoolAsync
- * needs it. */
-uintptr_t cp_device_default_mempool(const cp_device_t *dev);
-void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool);
+ * needs it. *epoch, from the first, goes to the second: an answer asked
+ * before a reset (which makes a new context, and a new default pool) is
+ * not kept. */
+uintptr_t cp_device_default_mempool(const cp_device_t *dev, unsigned *epoch);
+void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool, unsigned epoch);
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
  * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);

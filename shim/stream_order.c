@@ -23,10 +23,11 @@ uint64_t cp_stream_tag(uintptr_t stream, bool per_thread_api) {
 static bool default_pool_is(const cp_mempool_calls_t *layer, int device, uintptr_t pool) {
   cp_device_t *dev = cp_device(device);
   if (!pool || !dev) return false;
-  uintptr_t def = cp_device_default_mempool(dev);
+  unsigned epoch;
+  uintptr_t def = cp_device_default_mempool(dev, &epoch);
   if (!def) {
     if (layer->default_pool(device, &def) != 0) return false;
-    cp_device_note_default_mempool(dev, def);
+    cp_device_note_default_mempool(dev, def, epoch);
   }
   return def == pool;
 }

@@ -60,6 +60,15 @@ Test(shim_it, stream_ordered_race_is_seen_without_the_rule) {
   it_free(&s);
 }
 
+Test(shim_it, the_default_pool_is_asked_again_after_a_device_reset) {
+  it_result n, s;
+  it_same(&n, &s, NULL, "async", IT_ARGS("reset"));
+  cr_assert(eq(long, it_info_val(&s, "reset_default_pool", "asks", -1), 1), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "reset_default_pool", "real_calls", -1), 0), "served: %s", s.out);
+  it_free(&n);
+  it_free(&s);
+}
+
 Test(shim_it, program_pools_and_a_replaced_current_pool_pass_through) {
   it_result n, s;
   it_same(&n, &s, NULL, "async", IT_ARGS("pools"));

@@ -5,6 +5,7 @@
  * checks the fake's own event and race model (races, fence_events lines).
  * Threaded: also built into the ThreadSanitizer test binary. */
 #include "it_check.h"
+#include "it_info.h"
 
 #define NATIVE_FENCE                                                      \
   "fence_events: held=600 after_stream_sync=0 held2=600 after_release=0 " \
@@ -67,17 +68,15 @@ Test(shim_it_mt, a_barrier_over_idle_streams_records_nothing) {
                "idle_barrier_nonblocking_busy: errors=0 races=0 last=0\n"
                "idle_barrier_blocking_busy: errors=0 races=0 last=0\n"
                "idle_barrier_per_thread_busy: errors=0 races=0 last=0\n"));
-  cr_assert(eq(long, it_val(&s, "info", "idle_barriers", -1), 10), "%s", s.out);
-  cr_assert(eq(long, it_val(&s, "info", "idle_same", -1), 10), "%s", s.out);
-  cr_assert(eq(long, it_val(&s, "info", "idle_records", -1), 0), "%s", s.out);
-  cr_assert(eq(long, it_val(&s, "info", "idle_waits", -1), 0), "%s", s.out);
-  const char *busy[] = {"legacy_busy", "nonblocking_busy", "blocking_busy", "per_thread_busy"};
+  cr_assert(eq(long, it_info_val(&s, "idle_barrier_all_idle", "barriers", -1), 10), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "idle_barrier_all_idle", "same", -1), 10), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "idle_barrier_all_idle", "records", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "idle_barrier_all_idle", "waits", -1), 0), "%s", s.out);
+  static const char *const busy[] = {"idle_barrier_legacy_busy", "idle_barrier_nonblocking_busy",
+                                     "idle_barrier_blocking_busy", "idle_barrier_per_thread_busy"};
   for (size_t i = 0; i < sizeof busy / sizeof busy[0]; i++) {
-    char key[64];
-    snprintf(key, sizeof key, "%s_same", busy[i]);
-    cr_assert(eq(long, it_val(&s, "info", key, -1), 1), "%s: %s", key, s.out);
-    snprintf(key, sizeof key, "%s_records", busy[i]);
-    cr_assert(gt(long, it_val(&s, "info", key, -1), 0), "%s: %s", key, s.out);
+    cr_assert(eq(long, it_info_val(&s, busy[i], "same", -1), 1), "%s: %s", busy[i], s.out);
+    cr_assert(gt(long, it_info_val(&s, busy[i], "records", -1), 0), "%s: %s", busy[i], s.out);
   }
   it_free(&n);
   it_free(&s);

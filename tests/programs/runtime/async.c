@@ -243,6 +243,26 @@ static void capture(void) {
   printf("capture_end: sync=%d last=%d\n", cudaDeviceSynchronize(), LAST());
 }
 
+/* A device reset makes a new context with its own default pool, whose
+ * handle CUDA need not keep (the fake does): the shim asks again, and an
+ * allocation from it after the reset is served. */
+static void reset(void) {
+  cudaStream_t s = NULL;
+  cudaMemPool_t def = NULL;
+  void *p = NULL;
+  int c = cudaDeviceGetDefaultMemPool(&def, 0);
+  int before = cudaMallocFromPoolAsync(&p, 4 * KiB, def, s) | cudaFreeAsync(p, s) | cudaDeviceSynchronize();
+  int rs = cudaDeviceReset();
+  c |= cudaDeviceGetDefaultMemPool(&def, 0);
+  long asks0 = fake_calls("cudaDeviceGetDefaultMemPool"), calls0 = fake_calls("cudaMallocFromPoolAsync");
+  int after = cudaMallocFromPoolAsync(&p, 4 * KiB, def, s);
+  long asks = fake_calls("cudaDeviceGetDefaultMemPool") - asks0,
+       real = fake_calls("cudaMallocFromPoolAsync") - calls0;
+  after |= cudaFreeAsync(p, s) | cudaDeviceSynchronize();
+  printf("reset_default_pool: get=%d before=%d reset=%d after=%d last=%d\n", c, before, rs, after, LAST());
+  printf("info: reset_default_pool asks=%ld real_calls=%ld\n", asks, real);
+}
+
 int main(int argc, char **argv) {
   const char *part = argc > 1 ? argv[1] : "basic";
   if (!strcmp(part, "basic"))
@@ -253,8 +273,10 @@ int main(int argc, char **argv) {
     pools();
   else if (!strcmp(part, "capture"))
     capture();
+  else if (!strcmp(part, "reset"))
+    reset();
   else {
-    fprintf(stderr, "usage: async basic|race|pools|capture\n");
+    fprintf(stderr, "usage: async basic|race|pools|capture|reset\n");
     return 2;
   }
   return 0;

@@ -10,10 +10,6 @@
 
 #define SIZE (16 * MiB) /* a segment of its own in a pool */
 
-static char info[1024]; /* printed last, as one line: it_val reads the first */
-static size_t info_len;
-#define INFO(...) (info_len += (size_t)snprintf(info + info_len, sizeof info - info_len, __VA_ARGS__))
-
 /* Run-wide counts of what the barrier is made of. */
 static long records(void) { return fake_calls("cudaEventRecord"); }
 static long waits(void) { return fake_calls("cudaStreamWaitEvent"); }
@@ -28,8 +24,8 @@ static void all_idle(void) {
     errors += cudaFree(q) != cudaSuccess;
   }
   printf("idle_barrier_all_idle: errors=%d last=%d\n", errors, (int)cudaGetLastError());
-  INFO(" idle_barriers=%ld idle_records=%ld idle_waits=%ld idle_same=%ld", pool_barriers() - b0,
-       records() - r0, waits() - w0, same);
+  printf("info: idle_barrier_all_idle barriers=%ld records=%ld waits=%ld same=%ld\n", pool_barriers() - b0,
+         records() - r0, waits() - w0, same);
 }
 
 /* The first owner writes on `first`, frees, and the next writes on `next`
@@ -48,8 +44,8 @@ static void busy(const char *tag, cudaStream_t first, cudaStream_t next) {
   cudaDeviceSynchronize();
   printf("idle_barrier_%s: errors=%d races=%ld last=%d\n", tag, errors, fake_races() - races0,
          (int)cudaGetLastError());
-  INFO(" %s_barriers=%ld %s_records=%ld %s_same=%d", tag, pool_barriers() - b0, tag, records() - r0, tag,
-       p == q);
+  printf("info: idle_barrier_%s barriers=%ld records=%ld same=%d\n", tag, pool_barriers() - b0,
+         records() - r0, p == q);
 }
 
 int main(void) {
@@ -67,7 +63,6 @@ int main(void) {
   busy("per_thread_busy", cudaStreamPerThread, nb);
   cudaStreamDestroy(nb);
   cudaStreamDestroy(blk);
-  printf("info:%s\n", info);
   print_pool(0);
   return 0;
 }
