@@ -186,11 +186,7 @@ static inline __attribute__((always_inline)) int free_in_device_pool(cp_device_t
   return pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
 }
 
-/* Frees p in whichever pool holds it: 0, EINVAL (inside a segment but not a
- * live block's start) or ENOENT (no pool's). stream: the pool's tag of the
- * stream the free is ordered on (stream_order.h), or CP_STREAM_DEVICE for a
- * free ordered on none, which the thread may reuse at once where the reuse
- * rules allow; a stream-ordered free is reusable at once on its stream. */
+/* free_in_pools with several devices' pools. */
 static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t stream, unsigned flags) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
@@ -200,6 +196,11 @@ static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t st
   return ENOENT;
 }
 
+/* Frees p in whichever pool holds it: 0, EINVAL (inside a segment but not a
+ * live block's start) or ENOENT (no pool's). stream: the pool's tag of the
+ * stream the free is ordered on (stream_order.h), or CP_STREAM_DEVICE for a
+ * free ordered on none, which the thread may reuse at once where the reuse
+ * rules allow; a stream-ordered free is reusable at once on its stream. */
 static inline int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
   /* One device with a pool (nearly every program): no walk. */
   cp_device_t *sole = cp_sole_device_with_pool();
