@@ -95,6 +95,7 @@ BENCH_CMDS :=
 all: build-all
 
 include mk/core.mk
+include mk/common.mk
 -include mk/shim.mk
 -include mk/fakecudart.mk
 -include mk/fakecuda.mk

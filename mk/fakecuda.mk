@@ -70,7 +70,7 @@ DRV_LINK_drv_next   := -rdynamic
 $(BUILD)/progs/drv_%: tests/programs/driver/drv_%.c $(wildcard tests/programs/driver/*.h) tests/support/pool_probe.h \
                       include/cudapool.h tests/fakes/cuda/fakecu.h $(FAKECU_LINK) $(THINRT_LINK) $(DRVNEXT_LIB)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Ishim -Itests/fakes/cuda $(TEST_INC) $< -o $@ \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icommon -Itests/fakes/cuda $(TEST_INC) $< -o $@ \
 	  $(DRV_LINK_drv_$*) \
 	  -Wl,-rpath,$(abspath $(FAKECU_DIR)) -ldl $(LDFLAGS_BASE)
 

@@ -39,7 +39,7 @@ PROG_LINK_reload := -ldl
 $(BUILD)/progs/%: tests/programs/runtime/%.c $(wildcard tests/programs/runtime/*.h) tests/support/pool_probe.h \
                   include/cudapool.h $(FAKECUDART_LINK)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Ishim -Itests/fakes/cudart \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(PROG_CFLAGS_$*) $(CUDA_INC) -Icommon -Itests/fakes/cudart \
 	  $(TEST_INC) $< -o $@ \
 	  $(or $(PROG_LINK_$*),$(PROGS_LINK)) $(LDFLAGS_BASE)
 
@@ -77,12 +77,12 @@ SHIM_IT_LDFLAGS := $(filter-out -fsanitize=thread,$(LDFLAGS_BASE))
 
 $(SHIM_IT_BIN): $(SHIM_IT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT_HDRS) include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ \
+	$(call say,CC,$@)$(CC) $(SHIM_IT_CFLAGS) -Icommon $(TEST_INC) $(SHIM_IT_SRCS) $(SHIM_IT_HELPERS) -o $@ \
 	  $(CRITERION_LINK) $(SHIM_IT_LDFLAGS)
 
 $(SHIM_IT_MT_BIN): $(SHIM_IT_MT_SRCS) $(LSAN_SCOPE) $(SHIM_IT_HELPERS) $(SHIM_IT_HDRS) include/cudapool.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(SHIM_IT_CFLAGS) -Ishim $(TEST_INC) $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o \
+	$(call say,CC,$@)$(CC) $(SHIM_IT_CFLAGS) -Icommon $(TEST_INC) $(SHIM_IT_MT_SRCS) $(SHIM_IT_HELPERS) -o \
 	  $@ $(CRITERION_LINK) \
 	  $(SHIM_IT_LDFLAGS)
 

@@ -8,14 +8,14 @@ FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 20
 FUZZ_DIR   := $(BUILD)/fuzz
 FUZZ_BIN   := $(FUZZ_DIR)/fuzz_options
-FUZZ_SRCS  := tests/fuzz/fuzz_options.c shim/options.c shim/parse.c shim/report.c
+FUZZ_SRCS  := tests/fuzz/fuzz_options.c common/options.c common/parse.c common/report.c
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -fno-omit-frame-pointer
 
-$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard shim/*.h)
+$(FUZZ_BIN): $(FUZZ_SRCS) $(wildcard common/*.h)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_FLAGS) -Iinclude -Ishim $(FUZZ_SRCS) -o $@
+	$(call say,CC,$@)$(FUZZ_CC) $(FUZZ_FLAGS) -Iinclude -Icommon $(FUZZ_SRCS) -o $@
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BIN)

@@ -1,17 +1,17 @@
 # tools/live/: cudapool-stats, the live counters of running processes
 # (`cudapool stats PID`, `cudapool top`). It prints through the exit
-# report's own code (shim/report.c, shim/parse.c) and reads the segment
-# described by shim/live_layout.h.
+# report's own code (common/report.c, common/parse.c) and reads the segment
+# described by common/live_layout.h.
 LIVE_SRCS := $(wildcard tools/live/*.c)
 LIVE_OBJS := $(LIVE_SRCS:%.c=$(BUILD)/%.o)
 LIVE_BIN  := $(BUILD)/cudapool-stats
 
-$(BUILD)/tools/live/%.o: tools/live/%.c $(wildcard tools/live/*.h) shim/live_layout.h shim/report.h \
+$(BUILD)/tools/live/%.o: tools/live/%.c $(wildcard tools/live/*.h) common/live_layout.h common/report.h \
                          include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim -Itools/live -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icommon -Itools/live -c $< -o $@
 
-$(LIVE_BIN): $(LIVE_OBJS) $(BUILD)/shim/report.o $(BUILD)/shim/parse.o
+$(LIVE_BIN): $(LIVE_OBJS) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) $(LDFLAGS_BASE) -o $@ $^
 

@@ -1,5 +1,5 @@
 # tools/replay/: cudapool-replay, the trace replayer, and the trace recorder's
-# benchmark. The recorder itself (shim/trace.c) is linked into libcudapool.so
+# benchmark. The recorder itself (common/trace.c) is linked into libcudapool.so
 # by mk/shim.mk; here it is also linked into its ThreadSanitizer program and
 # the benchmark.
 REPLAY_SRCS := $(wildcard tools/replay/*.c)
@@ -7,12 +7,12 @@ REPLAY_OBJS := $(REPLAY_SRCS:%.c=$(BUILD)/%.o)
 REPLAY_LIB_OBJS := $(filter-out $(BUILD)/tools/replay/main.o,$(REPLAY_OBJS))
 REPLAY_BIN  := $(BUILD)/cudapool-replay
 # cp_parse_size: the replayer reads sizes exactly as the CUDAPOOL_* options do.
-REPLAY_SHIM_OBJS := $(BUILD)/shim/parse.o
-TRACE_OBJ := $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o $(BUILD)/shim/threads.o
+REPLAY_SHIM_OBJS := $(COMMON_LIB)
+TRACE_OBJ := $(COMMON_LIB)
 
 $(BUILD)/tools/replay/%.o: tools/replay/%.c tools/replay/replay.h $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -Ishim -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -Icommon -c $< -o $@
 
 $(REPLAY_BIN): $(REPLAY_OBJS) $(REPLAY_SHIM_OBJS) $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -25,7 +25,7 @@ REPLAY_TEST_BIN  := $(BUILD)/tests/unit_replay_tests
 $(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/support/*.h) $(REPLAY_LIB_OBJS) \
                     $(REPLAY_SHIM_OBJS) $(CORE_LIB) $(REPLAY_BIN)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -Ishim -Itools/replay $(TEST_INC) $(REPLAY_TEST_SRCS) \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -Icommon -Itools/replay $(TEST_INC) $(REPLAY_TEST_SRCS) \
 	  $(REPLAY_LIB_OBJS) \
 	  $(REPLAY_SHIM_OBJS) $(CORE_LIB) -o $@ $(CRITERION_LINK) -lz $(LDFLAGS_BASE)
 
@@ -39,16 +39,16 @@ $(SHIM_UNIT_BIN): $(REPLAY_LIB_OBJS)
 endif
 
 TRACE_BENCH_BIN := $(BUILD)/bench/trace_bench
-$(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) shim/trace.h
+$(TRACE_BENCH_BIN): bench/trace_bench.c $(TRACE_OBJ) common/trace.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icommon $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
 
 # The recorder's threads again as a plain program: Criterion cannot start
 # under ThreadSanitizer (Snaipe/Criterion#274), so this is what TSan runs.
 TRACE_TSAN_BIN := $(BUILD)/tests/trace_threads_tsan
-$(TRACE_TSAN_BIN): tests/unit/shim/trace_threads_tsan.c $(TRACE_OBJ) shim/trace.h
+$(TRACE_TSAN_BIN): tests/unit/shim/trace_threads_tsan.c $(TRACE_OBJ) common/trace.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim $(TEST_INC) $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icommon $(TEST_INC) $< $(TRACE_OBJ) -o $@ -lz $(LDFLAGS_BASE)
 
 # The replayer's peak memory against the trace's length (streamed: flat).
 REPLAY_MEM_BENCH_BIN := $(BUILD)/bench/replay_mem_bench
@@ -73,7 +73,7 @@ $(FUZZ_TRACE_BIN): $(FUZZ_TRACE_SRCS) tools/replay/replay.h
 	$(call say,CC,$@)$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror \
 	  -fno-omit-frame-pointer \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -Iinclude -Icore -Ishim -Itools/replay $(FUZZ_TRACE_SRCS) -o $@ -lz
+	  -Iinclude -Icore -Icommon -Itools/replay $(FUZZ_TRACE_SRCS) -o $@ -lz
 FUZZ_TARGETS += $(FUZZ_TRACE_BIN)
 
 .PHONY: fuzz fuzz-trace

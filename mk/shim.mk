@@ -1,5 +1,6 @@
-# shim/: libcudapool.so, the LD_PRELOAD library. Every shim/*.c goes in.
-SHIM_SRCS := $(wildcard shim/*.c)
+# shim/: libcudapool.so, the LD_PRELOAD library: every shim/<layer>/*.c
+# (shim/README.md says the layers), with common/ and core/.
+SHIM_SRCS := $(wildcard shim/*/*.c)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/%.o)
 # The library is libcudapool.so.X.Y.Z with SONAME libcudapool.so.X, reached
 # through libcudapool.so.X -> libcudapool.so.X.Y.Z and libcudapool.so ->
@@ -11,17 +12,17 @@ SHIM_LIB         := $(BUILD)/libcudapool.so
 SHIM_SONAME      := libcudapool.so.$(VERSION_MAJOR)
 SHIM_REAL_NAME   := libcudapool.so.$(VERSION)
 
-$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
+$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*/*.h) $(wildcard common/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) $(CUDA_INC) -Icore -Ishim -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) $(CUDA_INC) -Icore -Icommon -Ishim -c $< -o $@
 
 # Unversioned exports (anonymous version node): they interpose libcudart's
 # versioned references such as cudaMalloc@libcudart.so.13.
-$(BUILD)/$(SHIM_REAL_NAME): $(SHIM_OBJS) $(CORE_OBJS) shim/exports.map
+$(BUILD)/$(SHIM_REAL_NAME): $(SHIM_OBJS) $(COMMON_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) -shared $(filter-out -fno-lto,$(LDFLAGS_BASE)) $(LTO_LDFLAGS) \
 	  -Wl,--version-script=shim/exports.map -Wl,-z,defs \
-	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(CORE_OBJS) -ldl -lz
+	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(COMMON_OBJS) $(CORE_OBJS) -ldl -lz
 
 # Relative links, so that the build folder can move. make sees a link's
 # target's time, so neither is redone while the library is unchanged.
@@ -30,21 +31,19 @@ $(BUILD)/$(SHIM_SONAME): $(BUILD)/$(SHIM_REAL_NAME)
 $(SHIM_LIB): $(BUILD)/$(SHIM_SONAME)
 	$(call say,LN,$@)ln -sfn $(SHIM_SONAME) $@
 
-# Unit tests of shim modules that need no CUDA at run time (options, parse,
-# report, the trace recorder, the launcher script): one Criterion binary from
-# tests/unit/shim/*.c (the *_tsan.c there are plain programs, mk/replay.mk),
-# linked with the shim objects listed in SHIM_UNIT_OBJS. The recorder's test
+# Unit tests of the modules that need no CUDA at run time (common/: options,
+# parse, report, the trace recorder; the launcher script): one Criterion
+# binary from tests/unit/shim/*.c (the *_tsan.c there are plain programs,
+# mk/replay.mk), linked with libcpcommon.a. The recorder's test
 # reads its files back with the replayer: mk/replay.mk adds the replayer's
 # objects to SHIM_UNIT_EXTRA (and -lz to SHIM_UNIT_EXTRA_LIBS).
-SHIM_UNIT_OBJS := $(filter $(BUILD)/shim/options.o $(BUILD)/shim/report.o $(BUILD)/shim/parse.o \
-                           $(BUILD)/shim/trace.o $(BUILD)/shim/outfile.o $(BUILD)/shim/threads.o,$(SHIM_OBJS))
 SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
-$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(SHIM_UNIT_OBJS) $(CORE_LIB) $(wildcard tests/support/*.h)
+$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Ishim -Itools/replay $(TEST_INC) \
-	  $(SHIM_UNIT_SRCS) $(SHIM_UNIT_OBJS) \
-	  $(SHIM_UNIT_EXTRA) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Icommon -Itools/replay $(TEST_INC) \
+	  $(SHIM_UNIT_SRCS) \
+	  $(SHIM_UNIT_EXTRA) $(COMMON_LIB) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(SHIM_LIB)
 ifneq ($(SHIM_UNIT_SRCS),)

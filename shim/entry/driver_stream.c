@@ -1,0 +1,196 @@
+/* driver_stream.c: the driver's stream, capture, synchronisation and
+ * primary-context entry points, wrapped for the bookkeeping a safe barrier
+ * needs (device.h): cuStreamCreate(WithPriority), cuStreamDestroy_v2, the
+ * capture begin/end calls, cuStreamSynchronize(_ptsz), cuCtxSynchronize(_v2),
+ * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants).
+ *
+ * Each one makes the real call with the program's arguments and returns its
+ * result unchanged; around it serve.c and capture.c record what the call
+ * did, as for the runtime's twins (interpose.c). At depth > 0 (api.h) the runtime
+ * layer is making the call and keeps the books itself: the wrappers pass it
+ * through, except where the driver's state itself changed under the shim (a
+ * context reset or released, a stream destroyed while capturing), which is
+ * recorded whoever asked. Only the primary context's streams and
+ * synchronisations count: the pool holds only its memory.
+ *
+ * Threads: begin/end hold the capture lock for writing across the real call
+ * (device.c), so that no barrier is being issued while a capture starts. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "state/capture.h"
+#include "backend/driver.h"
+#include "serve/serve.h"
+#include "state/shim.h"
+
+static bool keeping_books(void) { return cp_inside == 0 && cp_hooking(); }
+
+/* ---- synchronisations ---------------------------------------------------------- */
+
+static CUresult sync_stream(CUresult (*real)(CUstream), CUstream stream, bool per_thread_api) {
+  if (!keeping_books()) return real(stream);
+  cp_sync_t sync = cp_serve_sync_begin(cp_drv_current_primary());
+  CUresult rc = real(stream);
+  cp_serve_synced_stream(&sync, rc == CUDA_SUCCESS, (uintptr_t)stream, per_thread_api);
+  return rc;
+}
+
+CUresult cp_w_cuStreamSynchronize(CUstream hStream) {
+  CP_DRV_NEED(cuStreamSynchronize);
+  return sync_stream(cp_drv.cuStreamSynchronize, hStream, false);
+}
+
+CUresult cp_w_cuStreamSynchronize_ptsz(CUstream hStream) {
+  CP_DRV_NEED(cuStreamSynchronize_ptsz);
+  return sync_stream(cp_drv.cuStreamSynchronize_ptsz, hStream, true);
+}
+
+/* The device whose primary context is ctx (NULL: the current context). */
+static cp_device_t *device_of_context(CUcontext ctx) {
+  if (!ctx) return cp_drv_current_primary();
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
+    if (cp_drv_primary(cp_device_id(dev)) == ctx) return dev;
+  return NULL;
+}
+
+static CUresult sync_context(CUcontext ctx, bool v2) {
+  cp_sync_t sync = cp_serve_sync_begin(keeping_books() ? device_of_context(ctx) : NULL);
+  CUresult rc = v2 ? cp_drv.cuCtxSynchronize_v2(ctx) : cp_drv.cuCtxSynchronize();
+  cp_serve_synced_device(&sync, rc == CUDA_SUCCESS);
+  return rc;
+}
+
+CUresult cp_w_cuCtxSynchronize(void) {
+  CP_DRV_NEED(cuCtxSynchronize);
+  return sync_context(NULL, false);
+}
+
+CUresult cp_w_cuCtxSynchronize_v2(CUcontext ctx) {
+  CP_DRV_NEED(cuCtxSynchronize_v2);
+  return sync_context(ctx, true);
+}
+
+/* ---- streams ------------------------------------------------------------------- */
+
+static CUresult stream_created(CUresult rc, const CUstream *stream, unsigned flags) {
+  cp_device_t *dev = rc == CUDA_SUCCESS && stream && keeping_books() ? cp_drv_current_primary() : NULL;
+  if (dev) cp_serve_stream_created(dev, (uintptr_t)*stream, (flags & CU_STREAM_NON_BLOCKING) != 0);
+  return rc;
+}
+
+CUresult cp_w_cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  CP_DRV_NEED(cuStreamCreate);
+  return stream_created(cp_drv.cuStreamCreate(phStream, Flags), phStream, Flags);
+}
+
+CUresult cp_w_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
+  CP_DRV_NEED(cuStreamCreateWithPriority);
+  return stream_created(cp_drv.cuStreamCreateWithPriority(phStream, flags, priority), phStream, flags);
+}
+
+CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
+  CP_DRV_NEED(cuStreamDestroy_v2);
+  uintptr_t stream = (uintptr_t)hStream;
+  if (cp_serve_special_stream(stream) || !cp_hooking()) return cp_drv.cuStreamDestroy_v2(hStream);
+  if (keeping_books()) cp_serve_stream_destroying(stream);
+  CUresult rc = cp_drv.cuStreamDestroy_v2(hStream);
+  /* Whoever destroyed it: a capture dies with its stream. */
+  cp_serve_stream_destroyed(stream, rc == CUDA_SUCCESS);
+  return rc;
+}
+
+/* ---- captures ------------------------------------------------------------------ */
+
+/* Begin: the real call under the capture lock; on success the capture is
+ * recorded (strict unless relaxed; the legacy v1 calls have no mode and
+ * count as strict, the safe side). Each call and its _ptsz twin (the
+ * per-thread default stream) come from one line. */
+#define CP_BEGIN_ONE(name, per_thread, mode_expr, params, args)           \
+  CUresult cp_w_##name params {                                           \
+    CP_DRV_NEED(name);                                                    \
+    if (!keeping_books()) return cp_drv.name args;                        \
+    if (per_thread) cp_note_per_thread_stream();                          \
+    cp_capture_begin_lock((uintptr_t)hStream);                            \
+    CUresult rc = cp_drv.name args;                                       \
+    cp_capture_begin_done(rc == CUDA_SUCCESS, (uintptr_t)hStream,         \
+                          (mode_expr) != CU_STREAM_CAPTURE_MODE_RELAXED); \
+    return rc;                                                            \
+  }
+#define CP_BEGIN(name, mode_expr, params, args) CP_AND_PTSZ(CP_BEGIN_ONE, name, mode_expr, params, args)
+
+CP_BEGIN(cuStreamBeginCapture, CU_STREAM_CAPTURE_MODE_GLOBAL, (CUstream hStream), (hStream))
+CP_BEGIN(cuStreamBeginCapture_v2, mode, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
+CP_BEGIN(cuStreamBeginCaptureToGraph, mode,
+         (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+          const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
+         (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
+#undef CP_BEGIN
+#undef CP_BEGIN_ONE
+
+/* End: invalidated captures end too; other errors leave it running. */
+#define CP_END(name)                                                                          \
+  CUresult cp_w_##name(CUstream hStream, CUgraph *phGraph) {                                  \
+    CP_DRV_NEED(name);                                                                        \
+    if (!keeping_books()) return cp_drv.name(hStream, phGraph);                               \
+    cp_capture_end_lock();                                                                    \
+    CUresult rc = cp_drv.name(hStream, phGraph);                                              \
+    cp_serve_capture_ended(rc == CUDA_SUCCESS || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, \
+                           (uintptr_t)hStream);                                               \
+    return rc;                                                                                \
+  }
+
+CP_END(cuStreamEndCapture)
+CP_END(cuStreamEndCapture_ptsz)
+#undef CP_END
+
+/* ---- primary contexts ------------------------------------------------------------ */
+
+/* The context and all its memory are gone: the pool is dropped, not freed. */
+static void context_gone(CUdevice dev) {
+  cp_drv_forget_primary(dev);
+  cp_device_t *d = cp_hooking() ? cp_device(dev) : NULL;
+  if (d) cp_device_reset(d);
+}
+
+/* Reset destroys the primary context; the last release does too. The
+ * runtime asks for the first variants (CUDA 7.0) of reset and release,
+ * libraries for the second (11.0): both are served alike. */
+static bool primary_gone_after_release(CUdevice dev) {
+  unsigned flags = 0;
+  int active = 1;
+  return cp_drv.cuDevicePrimaryCtxGetState &&
+         cp_drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active;
+}
+
+#define CP_CTX_END(name, gone)                           \
+  CUresult cp_w_##name(CUdevice dev) {                   \
+    CP_DRV_NEED(name);                                   \
+    CUresult rc = cp_drv.name(dev);                      \
+    if (rc == CUDA_SUCCESS && (gone)) context_gone(dev); \
+    return rc;                                           \
+  }
+
+CP_CTX_END(cuDevicePrimaryCtxReset, true)
+CP_CTX_END(cuDevicePrimaryCtxReset_v2, true)
+CP_CTX_END(cuDevicePrimaryCtxRelease, primary_gone_after_release(dev))
+CP_CTX_END(cuDevicePrimaryCtxRelease_v2, primary_gone_after_release(dev))
+#undef CP_CTX_END
+
+CP_DRV_EXPORT(cuStreamSynchronize)
+CP_DRV_EXPORT(cuStreamSynchronize_ptsz)
+CP_DRV_EXPORT(cuCtxSynchronize)
+CP_DRV_EXPORT(cuCtxSynchronize_v2)
+CP_DRV_EXPORT(cuStreamCreate)
+CP_DRV_EXPORT(cuStreamCreateWithPriority)
+CP_DRV_EXPORT(cuStreamDestroy_v2)
+CP_DRV_EXPORT(cuStreamBeginCapture)
+CP_DRV_EXPORT(cuStreamBeginCapture_ptsz)
+CP_DRV_EXPORT(cuStreamBeginCapture_v2)
+CP_DRV_EXPORT(cuStreamBeginCapture_v2_ptsz)
+CP_DRV_EXPORT(cuStreamBeginCaptureToGraph)
+CP_DRV_EXPORT(cuStreamBeginCaptureToGraph_ptsz)
+CP_DRV_EXPORT(cuStreamEndCapture)
+CP_DRV_EXPORT(cuStreamEndCapture_ptsz)
+CP_DRV_EXPORT(cuDevicePrimaryCtxReset)
+CP_DRV_EXPORT(cuDevicePrimaryCtxReset_v2)
+CP_DRV_EXPORT(cuDevicePrimaryCtxRelease)
+CP_DRV_EXPORT(cuDevicePrimaryCtxRelease_v2)

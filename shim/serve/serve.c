@@ -1,0 +1,350 @@
+/* serve.c: the serving rules of serve.h. */
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "state/capture.h"
+#include "state/entry_stats.h"
+#include "state/shim.h"
+#include "serve/stream_order.h"
+#include "parse.h"
+#include "trace.h"
+#include "util.h"
+
+/* cudaStreamLegacy / CU_STREAM_LEGACY and cudaStreamPerThread /
+ * CU_STREAM_PER_THREAD: the same handles at both layers. */
+enum { STREAM_LEGACY = 0x1, STREAM_PER_THREAD = 0x2 };
+
+/* ---- pools ----------------------------------------------------------------------- */
+
+static void warn_percent_once(const char *what) {
+  static atomic_bool said;
+  if (!atomic_exchange(&said, true))
+    fprintf(stderr,
+            "cudapool: warning: cannot read the device's memory size, so %s given as a "
+            "percentage is ignored\n",
+            what);
+}
+
+static size_t resolve_size(const cp_size_opt_t *opt, size_t total, const char *what) {
+  if (opt->percent > 0 && total == 0) {
+    warn_percent_once(what);
+    return 0;
+  }
+  return (size_t)cp_size_opt_resolve(opt, total);
+}
+
+/* The pool falls back to ordinary segments where CUDA's virtual memory
+ * management is not there: said once per process. */
+static void warn_if_not_expandable(cp_pool_t *pool, int device) {
+  cp_config_t got;
+  cp_get_config(pool, &got);
+  static atomic_bool said;
+  if (!got.expandable && !atomic_exchange(&said, true))
+    fprintf(stderr,
+            "cudapool: warning: CUDAPOOL_EXPANDABLE=1, but device %d or its driver has no virtual memory "
+            "management (cuMemCreate, cuMemMap); using ordinary segments\n",
+            device);
+}
+
+/* Called by the pool under its lock: the trace sees a free before the block
+ * can be handed to anyone else. */
+static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream) {
+  (void)ctx;
+  if (!cp_trace_enabled()) return;
+  switch (what) {
+    case CP_OBSERVED_ALLOC: cp_trace_alloc(addr, size, stream); break;
+    case CP_OBSERVED_FREE: cp_trace_free(addr, size, stream); break;
+    case CP_OBSERVED_ALLOC_FAILED: cp_trace_alloc_failure(size, stream); break;
+  }
+}
+
+/* CUDAPOOL_ARENAS=auto: one arena per CPU the process may run on, so that
+ * every thread that runs at once can have its own (16 threads shared 8
+ * arenas on the H200 at half the pairs/s: docs/BENCHMARKS.md). Arenas are
+ * made only for threads that contend, so a program whose threads take
+ * turns still has one pool. */
+static unsigned arenas_auto(void) {
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > CP_ARENAS_MAX ? CP_ARENAS_MAX : (unsigned)n;
+}
+
+static cp_pool_t *create_pool(cp_device_t *dev) {
+  const cp_api_t *api = cp_api();
+  if (!api) return NULL;
+  size_t free_bytes = 0, total = 0;
+  if (api->mem_get_info(&free_bytes, &total) != 0) total = 0;
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  size_t limit = resolve_size(&cp_opts.limit, total, "CUDAPOOL_LIMIT");
+  size_t max_cached = resolve_size(&cp_opts.max_cached, total, "CUDAPOOL_MAX_CACHED");
+  if (limit) cfg.limit = limit;
+  if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
+  if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
+  if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
+  cfg.expandable = cp_opts.expandable;
+  cfg.arenas = cp_opts.arenas ? cp_opts.arenas : arenas_auto();
+  cfg.expandable_size = total; /* a range as large as the device: one is enough */
+  cp_backend_t be = cp_cuda_backend(dev);
+  cp_pool_t *pool = NULL;
+  if (cp_pool_create(&pool, cp_device_id(dev), &cfg, &be) != 0) return NULL;
+  if (cfg.expandable) warn_if_not_expandable(pool, cp_device_id(dev));
+  if (cp_opts.trace[0]) cp_pool_set_observer(pool, trace_observer, NULL);
+  return pool;
+}
+
+cp_pool_t *cp_serve_pool(cp_device_t *dev) { return cp_device_pool_or_create(dev, create_pool); }
+
+/* ---- allocations and frees ------------------------------------------------------- */
+
+/* One line on stderr for a request the pool could not serve, as PyTorch's
+ * out-of-memory message gives: what was asked, allocated, reserved, cached
+ * and the largest free block. At most one a second; the next line counts
+ * those left out. Only on the failure path. */
+static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
+  static _Atomic uint64_t last_ns, unsaid;
+  uint64_t now = cp_monotonic_ns(), last = atomic_load(&last_ns);
+  if ((last && now - last < 1000000000u) || !atomic_compare_exchange_strong(&last_ns, &last, now)) {
+    atomic_fetch_add(&unsaid, 1);
+    return;
+  }
+  cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
+  cp_get_stats(pool, &s);
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  char asked[32], allocated[32], reserved[32], cached[32], largest[32], limit[32] = "none";
+  cp_format_size_human(size, asked, sizeof asked);
+  cp_format_size_human((uint64_t)s.allocated_bytes.current, allocated, sizeof allocated);
+  cp_format_size_human((uint64_t)s.reserved_bytes.current, reserved, sizeof reserved);
+  cp_format_size_human((uint64_t)s.cached_bytes.current, cached, sizeof cached);
+  cp_format_size_human(s.largest_free_block, largest, sizeof largest);
+  if (cfg.limit != CP_NO_LIMIT) cp_format_size_human(cfg.limit, limit, sizeof limit);
+  uint64_t skipped = atomic_exchange(&unsaid, 0);
+  fprintf(stderr,
+          "cudapool: out of memory on device %d: asked %s; allocated %s, reserved %s, cached %s "
+          "(largest free block %s), limit %s",
+          device, asked, allocated, reserved, cached, largest, limit);
+  if (skipped) fprintf(stderr, " (%llu more since the last such line)", (unsigned long long)skipped);
+  fputc('\n', stderr);
+}
+
+/* The pool could not serve: rc is cp_front_alloc's. */
+static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, cp_device_t *dev, size_t size,
+                                                               int rc) {
+  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  /* Without a limit the pool gave back all it could, and a failure other
+   * than out-of-memory is the device's to report: the program's own call,
+   * made now, fails (or succeeds) exactly as natively. */
+  if (cfg.limit == CP_NO_LIMIT || rc != ENOMEM) return CP_FORWARD;
+  return CP_OUT_OF_MEMORY;
+}
+
+/* Inlined into both callers: cudaMalloc's path is one call shorter. */
+static inline __attribute__((always_inline)) cp_alloc_verdict_t
+alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+  /* During a strict capture the program's call must fail or succeed (and
+   * invalidate the capture or not) exactly as natively. */
+  if (!dev || cp_capture_strict_active()) return CP_FORWARD;
+  cp_pool_t *pool = cp_device_pool_if_any(dev);
+  if (!pool) pool = cp_serve_pool(dev);
+  if (!pool) return CP_FORWARD;
+  int rc = cp_front_alloc(pool, size, stream, key, out);
+  return rc == 0 ? CP_SERVED : not_served(pool, dev, size, rc);
+}
+
+cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
+  return dev ? alloc_for(dev, size, CP_STREAM_DEVICE, cp_device_reuse_key(dev), out) : CP_FORWARD;
+}
+
+cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key,
+                                      uintptr_t *out) {
+  return alloc_for(dev, size, stream, key, out);
+}
+
+/* A pointer-map lookup: cheaper than cp_serve_block_of's segment walk. */
+bool cp_serve_owned(uintptr_t p) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool && cp_block_size(pool, p)) return true;
+  }
+  return false;
+}
+
+static inline __attribute__((always_inline)) int free_in_device_pool(cp_device_t *dev, uintptr_t p,
+                                                                     uint64_t stream, unsigned flags) {
+  cp_pool_t *pool = cp_device_pool_if_any(dev);
+  uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
+  return pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
+}
+
+/* free_in_pools with several devices' pools. */
+static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t stream, unsigned flags) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    int rc = free_in_device_pool(dev, p, stream, flags);
+    if (rc != ENOENT) return rc;
+  }
+  return ENOENT;
+}
+
+/* Frees p in whichever pool holds it: 0, EINVAL (inside a segment but not a
+ * live block's start) or ENOENT (no pool's). stream: the pool's tag of the
+ * stream the free is ordered on (stream_order.h), or CP_STREAM_DEVICE for a
+ * free ordered on none, which the thread may reuse at once where the reuse
+ * rules allow; a stream-ordered free is reusable at once on its stream. */
+static inline int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
+  /* One device with a pool (nearly every program): no walk. */
+  cp_device_t *sole = cp_sole_device_with_pool();
+  return sole ? free_in_device_pool(sole, p, stream, flags) : free_in_every_pool(p, stream, flags);
+}
+
+int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
+  if (cp_capture_strict_active() && cp_serve_owned(p)) {
+    int rc = layer->capture_probe(p);
+    if (rc != 0) return rc;
+  }
+  unsigned flags = 0;
+  if (cp_opts.mode == CP_MODE_SYNC) {
+    /* The program may use the free as a barrier for host reads. */
+    int rc = layer->synchronize();
+    if (rc != 0) return rc;
+    flags = CP_FREE_DEVICE_IDLE;
+  }
+  int rc = free_in_pools(p, CP_STREAM_DEVICE, flags);
+  return rc == 0 ? 0 : layer->real_free(rc == EINVAL ? p | 1 : p);
+}
+
+/* A special handle, or a stream some device's table holds. */
+static bool stream_known(uintptr_t stream) {
+  if (cp_serve_special_stream(stream)) return true;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
+    if (cp_device_stream_known(dev, (cudaStream_t)stream)) return true;
+  return false;
+}
+
+int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream) {
+  /* Every capture begins through a call the shim sees, so with none in
+   * progress a stream the shim knows is not capturing; CUDA is asked
+   * otherwise (it also judges a stream the shim does not know). */
+  if ((cp_capture_count() > 0 || !stream_known(stream)) && cp_serve_owned(p)) {
+    /* A bad stream fails as natively, and the block stays the program's. */
+    bool capturing = false;
+    int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
+    if (rc != 0 || capturing) return rc;
+  }
+  int rc = free_in_pools(p, cp_stream_tag(stream, layer->per_thread), 0);
+  return rc == 0 ? 0 : layer->free_async(rc == EINVAL ? p | 1 : p, stream);
+}
+
+int cp_serve_block_of(uintptr_t p, cp_block_info_t *out) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    int rc = pool ? cp_block_find(pool, p, out) : ENOENT;
+    if (rc != ENOENT) return rc;
+  }
+  return ENOENT;
+}
+
+bool cp_serve_ipc_exportable(uintptr_t p) {
+  cp_block_info_t b;
+  int rc = cp_serve_block_of(p, &b);
+  /* Pool memory no live block holds (freed, past a block's request) is no
+   * allocation of the program's: the export fails as natively, no word. */
+  if (rc != 0) return rc == ENOENT;
+  if (b.segment_start) return true;
+  static atomic_bool said;
+  if (b.expandable && !atomic_exchange(&said, true))
+    fprintf(stderr,
+            "cudapool: warning: cannot export %#lx through CUDA IPC: it is in an expandable segment "
+            "(CUDAPOOL_EXPANDABLE=1), virtual memory that CUDA IPC cannot export; the call fails (run "
+            "this program without CUDAPOOL_EXPANDABLE to use IPC)\n",
+            (unsigned long)p);
+  else if (!atomic_exchange(&said, true))
+    fprintf(stderr,
+            "cudapool: warning: cannot export %#lx through CUDA IPC: it is part of a pooled "
+            "segment, so the peer would see other memory; the call fails (run this program "
+            "with CUDAPOOL_DISABLE=1 to use IPC)\n",
+            (unsigned long)p);
+  return false;
+}
+
+/* ---- synchronisations ------------------------------------------------------------ */
+
+cp_sync_t cp_serve_sync_begin(cp_device_t *dev) {
+  cp_sync_t s = {.dev = dev, .pool = dev ? cp_device_pool_if_any(dev) : NULL};
+  if (s.pool) cp_sync_mark(s.pool, &s.mark);
+  return s;
+}
+
+void cp_serve_synced_stream(const cp_sync_t *s, bool ok, uintptr_t stream, bool per_thread_api) {
+  if (stream == STREAM_PER_THREAD || (per_thread_api && stream == 0)) cp_note_per_thread_stream();
+  if (s->dev && cp_trace_enabled()) cp_trace_sync_stream((uint64_t)stream);
+  if (!ok || !s->pool) return;
+  uint64_t tag = cp_stream_tag(stream, per_thread_api);
+  bool legacy = tag == CP_STREAM_TAG_LEGACY, nonblocking_live = cp_device_nonblocking_live(s->dev);
+  cp_synced_stream(s->pool, &s->mark, tag, legacy, nonblocking_live);
+  /* The legacy stream's own stream-ordered frees, when it covered less. */
+  if (legacy && nonblocking_live) cp_sync_stream(s->pool, &s->mark, tag);
+}
+
+void cp_serve_synced_device(const cp_sync_t *s, bool ok) {
+  if (s->dev && cp_trace_enabled()) cp_trace_sync_device();
+  if (ok && s->pool) cp_sync_device(s->pool, &s->mark);
+}
+
+/* ---- streams --------------------------------------------------------------------- */
+
+bool cp_serve_special_stream(uintptr_t stream) {
+  return stream == 0 || stream == STREAM_LEGACY || stream == STREAM_PER_THREAD;
+}
+
+void cp_serve_stream_created(cp_device_t *dev, uintptr_t stream, bool nonblocking) {
+  if (cp_trace_enabled()) cp_trace_extra(CP_TRACE_STREAM_CREATE, 0, nonblocking, stream);
+  cp_device_stream_created(dev, (cudaStream_t)stream, nonblocking);
+}
+
+void cp_serve_stream_destroying(uintptr_t stream) {
+  if (cp_trace_enabled()) cp_trace_extra(CP_TRACE_STREAM_DESTROY, 0, 0, stream);
+  cp_stream_destroying((cudaStream_t)stream);
+}
+
+/* A capture dies with the stream that began it. */
+void cp_serve_stream_destroyed(uintptr_t stream, bool ok) {
+  if (ok) cp_capture_forget_stream(stream);
+}
+
+void cp_serve_capture_ended(bool over, uintptr_t stream) {
+  cp_capture_end_done(over, stream);
+  if (over) cp_stream_after_barriers((cudaStream_t)stream);
+}
+
+/* ---- memory info ----------------------------------------------------------------- */
+
+void cp_serve_meminfo(cp_device_t *dev, bool create, size_t *free_bytes, size_t *total_bytes) {
+  cp_pool_t *pool = !dev ? NULL : create ? cp_serve_pool(dev) : cp_device_pool_if_any(dev);
+  if (!pool) return;
+  cudapool_stats_t s;
+  cp_get_stats(pool, &s);
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  size_t cached = (size_t)s.cached_bytes.current;
+  size_t free_now = *free_bytes + cached; /* cached memory is free to the program */
+  if (cfg.limit != CP_NO_LIMIT) {
+    size_t allocated = (size_t)s.allocated_bytes.current;
+    size_t under_limit = cfg.limit > allocated ? cfg.limit - allocated : 0;
+    if (free_now > under_limit) free_now = under_limit;
+    if (*total_bytes > cfg.limit) *total_bytes = cfg.limit;
+  }
+  *free_bytes = free_now < *total_bytes ? free_now : *total_bytes;
+}

@@ -1,0 +1,265 @@
+/* cuda_backend.c: the core's backend table over CUDA, the runtime's or the
+ * driver's (whichever flavour cp_api() picked, api.h).
+ *
+ * alloc/free are cudaMalloc/cudaFree (cuMemAlloc/cuMemFree) on the pool's
+ * device (its primary context, for the driver). The barrier is
+ * the asynchronous device-wide ordering point of docs/DESIGN.md: an event
+ * recorded on each live non-blocking stream, the legacy stream made to wait
+ * on those, an event E recorded on the legacy stream, and each non-blocking
+ * stream made to wait on E. The legacy stream already orders every blocking
+ * stream (per-thread default streams included), so after it all future work
+ * on every known stream runs after all past work: no host wait. A stream
+ * whose work has all completed (a query, cheaper than the record and the
+ * wait: the many streams cuDNN creates are mostly idle) needs no event: its
+ * past work can no longer touch anything; it still waits on E, since its
+ * future work must follow everyone else's past work, unless the legacy
+ * stream is idle as well (its query reports the work of blocking and
+ * per-thread default streams too: docs/DESIGN.md): then nothing from before the barrier is
+ * left running, and the queries are the whole barrier. A fence is the same
+ * events, queried or waited on later. Neither may touch a capturing
+ * stream (it would join or break the capture), nor the legacy stream while
+ * a blocking stream captures. So during captures they are issued only when
+ * every capture is relaxed and on a non-blocking stream of this device: the
+ * capturing stream is then represented by the event recorded on it just
+ * before its capture began (capture.h), and waits for the last barrier when
+ * its capture ends. Otherwise they are refused, and the pool falls back on
+ * releasing segments that hold no live block.
+ *
+ * The page entries, for expandable segments, are the driver's virtual
+ * memory calls whatever the flavour (cuda_vmm.c).
+ *
+ * Called by the core with the pool lock held; takes the device lock. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "state/capture.h"
+#include "backend/cuda_vmm.h"
+#include "state/device.h"
+#include "trace.h"
+
+/* The flavour cannot change once a pool exists (cp_api() picks once). */
+#define API() cp_api()
+
+static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
+  (void)device;
+  cp_device_t *dev = ctx;
+  int token = cp_device_enter(dev);
+  int rc = API()->mem_alloc(size, out);
+  cp_device_leave(token);
+  /* Replay hands the same addresses out: best-fit ties break by address. */
+  if (rc == 0 && cp_trace_enabled()) cp_trace_extra(CP_TRACE_SEGMENT_ALLOC, *out, size, 0);
+  return rc;
+}
+
+static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
+  (void)device, (void)size;
+  int token = cp_device_enter(ctx);
+  API()->mem_free(addr);
+  cp_device_leave(token);
+}
+
+static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }
+
+/* With the device lock held: whether stream s is capturing, and the event
+ * that covers its work from before the capture. */
+static bool capturing(const cp_stream_entry_t *s, void **pre_event) {
+  return cp_capture_count() && cp_capture_of((uintptr_t)s->stream, pre_event);
+}
+
+/* Ordering work may go on while captures run if every one is relaxed, on a
+ * non-blocking stream of this device, with its pre-capture event: then the
+ * legacy stream is free to use (it covers no capturing stream), and the
+ * capturing streams are left alone, their earlier work covered by their
+ * pre-capture events. */
+static bool captures_allow_ordering(cp_device_t *dev) {
+  int n = cp_capture_count(), covered = 0;
+  cp_stream_entry_t *s, *tmp;
+  void *pre;
+  HASH_ITER(hh, dev->streams, s, tmp) covered += s->nonblocking && capturing(s, &pre);
+  return covered == n;
+}
+
+/* Ordering work (barriers, fences) is issued in the device's context, under
+ * the device lock, and only where captures allow it (false: not now). */
+static bool ordering_begin(cp_device_t *dev, int *token) {
+  if (!cp_capture_relaxed_lock()) return false;
+  *token = cp_device_enter(dev);
+  pthread_mutex_lock(&dev->lock);
+  if (captures_allow_ordering(dev)) return true;
+  pthread_mutex_unlock(&dev->lock);
+  cp_device_leave(*token);
+  cp_capture_unlock();
+  return false;
+}
+
+static void ordering_end(cp_device_t *dev, int token) {
+  pthread_mutex_unlock(&dev->lock);
+  cp_device_leave(token);
+  cp_capture_unlock();
+}
+
+static int cuda_barrier(void *ctx, int device) {
+  (void)device;
+  cp_device_t *dev = ctx;
+  int token;
+  if (!ordering_begin(dev, &token)) return -1;
+  const cp_api_t *api = API();
+  bool ok = ensure_event(api, &dev->barrier_event);
+  bool all_idle = ok; /* every non-blocking stream's past work is done */
+  cp_stream_entry_t *s, *tmp;
+  void *pre;
+  HASH_ITER(hh, dev->streams, s, tmp) {
+    if (!ok || !s->nonblocking) continue;
+    if (capturing(s, &pre)) {
+      all_idle = false;
+      ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
+    } else if (!api->stream_idle(s->stream)) {
+      all_idle = false;
+      ok = s->event && api->event_record(s->event, s->stream) == 0 &&
+           api->stream_wait(cudaStreamLegacy, s->event) == 0;
+    }
+  }
+  /* The legacy stream idle too: no work from before the barrier is left to
+   * order anything after. Only with non-blocking streams live, where the
+   * query saves a record and a wait per stream (half the barrier's cost on
+   * the H200, docs/BENCHMARKS.md); without them the barrier is one record. */
+  if (all_idle && atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed) > 0 &&
+      api->stream_idle(cudaStreamLegacy)) {
+    ordering_end(dev, token);
+    return 0;
+  }
+  ok = ok && api->event_record(dev->barrier_event, cudaStreamLegacy) == 0;
+  /* A capturing stream waits when its capture ends (cp_stream_after_barriers). */
+  HASH_ITER(hh, dev->streams, s, tmp) {
+    if (ok && s->nonblocking && !capturing(s, &pre))
+      ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
+  }
+  ordering_end(dev, token);
+  return ok ? 0 : -1;
+}
+
+static unsigned cuda_barrier_cost(void *ctx, int device) {
+  (void)device;
+  cp_device_t *dev = ctx;
+  return cp_barrier_cost((unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed));
+}
+
+/* A fence: one event per live non-blocking stream plus one on the legacy
+ * stream; complete when all are. */
+typedef struct cuda_fence {
+  int n;
+  cudaEvent_t events[];
+} cuda_fence_t;
+
+static cudaEvent_t take_event(cp_device_t *dev) {
+  if (dev->n_spare) return dev->spare_events[--dev->n_spare];
+  cudaEvent_t ev = NULL;
+  return ensure_event(API(), &ev) ? ev : NULL;
+}
+
+static void give_event(cp_device_t *dev, cudaEvent_t ev) {
+  if (dev->n_spare == dev->cap_spare) {
+    int cap = dev->cap_spare ? dev->cap_spare * 2 : 16;
+    cudaEvent_t *grown = realloc(dev->spare_events, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      API()->event_destroy(ev);
+      return;
+    }
+    dev->spare_events = grown;
+    dev->cap_spare = cap;
+  }
+  dev->spare_events[dev->n_spare++] = ev;
+}
+
+static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
+  (void)device;
+  cp_device_t *dev = ctx;
+  const cp_api_t *api = API();
+  int token;
+  if (!ordering_begin(dev, &token)) return -1;
+  int n = atomic_load(&dev->live_nonblocking) + 1;
+  cuda_fence_t *f = malloc(sizeof *f + (size_t)n * sizeof f->events[0]);
+  bool ok = f != NULL;
+  if (f) f->n = 0;
+  cp_stream_entry_t *s, *tmp;
+  void *pre;
+  HASH_ITER(hh, dev->streams, s, tmp) {
+    if (!ok || !s->nonblocking || f->n == n - 1) continue;
+    /* The legacy event recorded below then covers the pre-capture work. */
+    if (capturing(s, &pre)) {
+      ok = api->stream_wait(cudaStreamLegacy, pre) == 0;
+      continue;
+    }
+    if (api->stream_idle(s->stream)) continue;
+    cudaEvent_t ev = take_event(dev);
+    ok = ev && api->event_record(ev, s->stream) == 0;
+    if (ev) f->events[f->n++] = ev;
+  }
+  if (ok) {
+    cudaEvent_t ev = take_event(dev);
+    ok = ev && api->event_record(ev, cudaStreamLegacy) == 0;
+    if (ev) f->events[f->n++] = ev;
+  }
+  if (!ok && f) {
+    for (int i = 0; i < f->n; i++) give_event(dev, f->events[i]);
+    free(f);
+    f = NULL;
+  }
+  ordering_end(dev, token);
+  if (!f) return -1;
+  *out = f;
+  return 0;
+}
+
+/* Events are queried and waited for in their device's context: the driver
+ * flavour needs one current, and the calling thread may have none. */
+static int cuda_fence_query(void *ctx, int device, cp_fence_t fence) {
+  (void)device;
+  const cp_api_t *api = API();
+  cuda_fence_t *f = fence;
+  int token = cp_device_enter(ctx), done = 1;
+  for (int i = 0; i < f->n && done; i++) done = api->event_query(f->events[i]);
+  cp_device_leave(token);
+  return done;
+}
+
+static int cuda_fence_wait(void *ctx, int device, cp_fence_t fence) {
+  (void)device;
+  const cp_api_t *api = API();
+  if (!cp_capture_relaxed_lock()) return -1;
+  cuda_fence_t *f = fence;
+  int token = cp_device_enter(ctx), rc = 0;
+  for (int i = 0; i < f->n && rc == 0; i++) rc = api->event_sync(f->events[i]);
+  cp_device_leave(token);
+  cp_capture_unlock();
+  return rc;
+}
+
+static void cuda_fence_release(void *ctx, int device, cp_fence_t fence) {
+  (void)device;
+  cp_device_t *dev = ctx;
+  cuda_fence_t *f = fence;
+  pthread_mutex_lock(&dev->lock);
+  for (int i = 0; i < f->n; i++) give_event(dev, f->events[i]);
+  pthread_mutex_unlock(&dev->lock);
+  free(f);
+}
+
+cp_backend_t cp_cuda_backend(cp_device_t *dev) {
+  return (cp_backend_t){
+      .ctx = dev,
+      .alloc = cuda_alloc,
+      .free = cuda_free,
+      .barrier = cuda_barrier,
+      .barrier_cost = cuda_barrier_cost,
+      .fence_record = cuda_fence_record,
+      .fence_query = cuda_fence_query,
+      .fence_wait = cuda_fence_wait,
+      .fence_release = cuda_fence_release,
+      .page_size = cp_vmm_page_size,
+      .reserve = cp_vmm_reserve,
+      .unreserve = cp_vmm_unreserve,
+      .map = cp_vmm_map,
+      .unmap = cp_vmm_unmap,
+  };
+}

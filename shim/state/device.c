@@ -1,0 +1,302 @@
+/* device.c: the device table, each device's pool pointer, and the stream
+ * bookkeeping a safe barrier needs (see device.h). Every CUDA call goes
+ * through cp_api(). */
+#include "state/device.h"
+
+#include <stdlib.h>
+
+#include "state/capture.h"
+#include "backend/real.h"
+#include "state/shim.h"
+#include "trace.h"
+#include "util.h"
+
+cp_device_t cp_devices[CP_MAX_DEVICES]; /* device.h */
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+atomic_bool cp_per_thread_stream_seen; /* device.h */
+/* Bumped whenever a stream is created, destroyed or forgotten: it
+ * invalidates every thread's cached answer of cp_device_stream_known. */
+static atomic_uint stream_generation;
+_Atomic uint64_t cp_pool_mask; /* device.h */
+
+static void table_init(void) {
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    cp_devices[i].id = i;
+    pthread_mutex_init(&cp_devices[i].lock, NULL);
+  }
+}
+
+cp_device_t *cp_device(int id) {
+  pthread_once(&table_once, table_init);
+  return id >= 0 && id < CP_MAX_DEVICES ? &cp_devices[id] : NULL;
+}
+
+atomic_int cp_visible_devices = -1; /* device.h */
+
+/* The table is made before the count is published: a thread that reads a
+ * count of 1 may use cp_devices[0] without pthread_once (it is on every
+ * allocation's path). */
+static int visible_devices(void) {
+  int n = atomic_load_explicit(&cp_visible_devices, memory_order_acquire);
+  if (n >= 0) return n;
+  n = 0;
+  if (!cp_real.cudaGetDeviceCount || cp_real.cudaGetDeviceCount(&n) != cudaSuccess) {
+    cp_real.cudaGetLastError();
+    return 0; /* unknown: ask every time, and ask again later */
+  }
+  pthread_once(&table_once, table_init);
+  atomic_store_explicit(&cp_visible_devices, n, memory_order_release);
+  return n;
+}
+
+cp_device_t *cp_current_device_asked(void) {
+  if (visible_devices() == 1) return &cp_devices[0];
+  int id = 0;
+  if (cp_real.cudaGetDevice(&id) != cudaSuccess) return NULL;
+  return cp_device(id);
+}
+
+int cp_device_count(void) {
+  const cp_api_t *api = cp_api();
+  int n = 0;
+  return api && api->device_count(&n) == 0 ? n : 0;
+}
+
+int cp_device_enter(const cp_device_t *dev) {
+  const cp_api_t *api = cp_api();
+  return api ? api->enter(dev->id) : -1;
+}
+
+void cp_device_leave(int token) {
+  const cp_api_t *api = cp_api();
+  if (api && token >= 0) api->leave(token);
+}
+
+cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_device_t *dev)) {
+  cp_pool_t *pool = atomic_load_explicit(&dev->pool, memory_order_acquire);
+  if (pool) return pool;
+  pthread_mutex_lock(&dev->lock);
+  pool = atomic_load_explicit(&dev->pool, memory_order_relaxed);
+  if (!pool) {
+    pool = create(dev);
+    atomic_store_explicit(&dev->pool, pool, memory_order_release);
+    if (pool) atomic_fetch_or(&cp_pool_mask, 1ull << dev->id);
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return pool;
+}
+
+bool cp_device_nonblocking_live(const cp_device_t *dev) {
+  return atomic_load_explicit(&((cp_device_t *)dev)->live_nonblocking, memory_order_relaxed) != 0;
+}
+
+int cp_device_id(const cp_device_t *dev) { return dev->id; }
+
+cp_device_t *cp_next_device_with_pool(int *next) {
+  uint64_t mask =
+      *next >= CP_MAX_DEVICES ? 0 : atomic_load_explicit(&cp_pool_mask, memory_order_acquire) >> *next;
+  while (mask) {
+    int i = *next + __builtin_ctzll(mask);
+    if (atomic_load_explicit(&cp_devices[i].pool, memory_order_acquire)) {
+      *next = i + 1;
+      return &cp_devices[i];
+    }
+    mask &= mask - 1;
+  }
+  *next = CP_MAX_DEVICES;
+  return NULL;
+}
+
+/* Pools of reset devices. Other threads may still be inside one (a reset
+ * while they allocate), so it is never freed: its device memory went with
+ * the context, and what stays is its bookkeeping, kept reachable here. */
+typedef struct retired_pool {
+  cp_pool_t *pool;
+  struct retired_pool *next;
+} retired_pool_t;
+static retired_pool_t *retired_pools;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void retire(cp_pool_t *pool) {
+  retired_pool_t *r = malloc(sizeof *r);
+  if (!r) return; /* unreachable then, still never freed */
+  pthread_mutex_lock(&retired_lock);
+  *r = (retired_pool_t){.pool = pool, .next = retired_pools};
+  retired_pools = r;
+  pthread_mutex_unlock(&retired_lock);
+}
+
+uintptr_t cp_device_default_mempool(const cp_device_t *dev, unsigned *epoch) {
+  cp_device_t *d = (cp_device_t *)dev;
+  *epoch = atomic_load_explicit(&d->resets, memory_order_acquire);
+  return atomic_load_explicit(&d->default_mempool, memory_order_relaxed);
+}
+
+void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool, unsigned epoch) {
+  pthread_mutex_lock(&dev->lock); /* cp_device_reset's: no reset between the check and the store */
+  if (atomic_load_explicit(&dev->resets, memory_order_relaxed) == epoch)
+    atomic_store_explicit(&dev->default_mempool, pool, memory_order_relaxed);
+  pthread_mutex_unlock(&dev->lock);
+}
+
+void cp_device_reset(cp_device_t *dev) {
+  pthread_mutex_lock(&dev->lock);
+  cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
+  /* The reset destroyed the device's streams and events with it. */
+  CP_HASH_FREE_ALL(dev->streams, cp_stream_entry_t);
+  atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
+  atomic_store(&dev->live_streams, 0);
+  atomic_store(&dev->live_nonblocking, 0);
+  dev->barrier_event = NULL;
+  dev->n_spare = 0;
+  atomic_store(&dev->default_mempool, 0); /* the new context has its own */
+  atomic_fetch_add_explicit(&dev->resets, 1, memory_order_release);
+  pthread_mutex_unlock(&dev->lock);
+  if (pool) {
+    cp_pool_retire(pool);
+    retire(pool);
+    atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
+  }
+}
+
+/* A new non-blocking stream is ordered after nothing, yet may be handed
+ * blocks that a barrier or same-thread order made ready: make it wait for
+ * everything submitted so far (an event recorded on the legacy stream, which
+ * covers every blocking stream). During a capture no legacy-stream work may
+ * be issued: it waits on the last barrier's event instead, which covers
+ * every block a barrier made ready (a barrier that found every stream idle
+ * records nothing: the work before it had completed). Called with dev->lock
+ * held, and the capture lock when no_capture. */
+static void order_after_past_work(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
+                                  bool no_capture) {
+  if (!dev->barrier_event && api->event_create(&dev->barrier_event) != 0) {
+    dev->barrier_event = NULL;
+    return;
+  }
+  if (!no_capture || api->event_record(dev->barrier_event, cudaStreamLegacy) == 0)
+    api->stream_wait(stream, dev->barrier_event);
+}
+
+void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking) {
+  const cp_api_t *api = cp_api();
+  bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
+  pthread_mutex_lock(&dev->lock);
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  if (!s && (s = calloc(1, sizeof *s))) {
+    s->stream = stream;
+    HASH_ADD_PTR(dev->streams, stream, s);
+    atomic_fetch_add(&dev->live_streams, 1);
+  } else if (s && s->nonblocking) {
+    atomic_fetch_sub(&dev->live_nonblocking, 1);
+  }
+  atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
+  if (s) {
+    s->nonblocking = nonblocking;
+    /* Without an event no barrier can reach this stream: same-thread reuse
+     * is already off (a stream is live); barriers fall back to fences. */
+    if (nonblocking && !s->event && (!api || api->event_create(&s->event) != 0)) s->event = NULL;
+    if (nonblocking) {
+      atomic_fetch_add(&dev->live_nonblocking, 1);
+      if (api) order_after_past_work(api, dev, stream, no_capture);
+    }
+  }
+  pthread_mutex_unlock(&dev->lock);
+  if (no_capture) cp_capture_unlock();
+}
+
+/* The last answer of this thread: a stream-ordered program names the same
+ * stream call after call, and the lock would cost a good part of a hit. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+  const cp_device_t *dev;
+  cudaStream_t stream;
+  unsigned generation;
+  bool known;
+} last_known;
+
+bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream) {
+  if (!atomic_load_explicit(&dev->live_streams, memory_order_relaxed)) return false;
+  unsigned generation = atomic_load_explicit(&stream_generation, memory_order_acquire);
+  if (last_known.dev == dev && last_known.stream == stream && last_known.generation == generation)
+    return last_known.known;
+  pthread_mutex_lock(&dev->lock);
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  pthread_mutex_unlock(&dev->lock);
+  last_known.dev = dev;
+  last_known.stream = stream;
+  last_known.generation = generation;
+  last_known.known = s != NULL;
+  return s != NULL;
+}
+
+/* Forget the stream on whichever device knows it; true if one did. */
+static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
+                                 bool no_capture) {
+  pthread_mutex_lock(&dev->lock);
+  cp_stream_entry_t *s;
+  HASH_FIND_PTR(dev->streams, &stream, s);
+  if (s) {
+    atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
+    HASH_DEL(dev->streams, s);
+    atomic_fetch_sub(&dev->live_streams, 1);
+    if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
+    /* The legacy stream waits only for live blocking streams: work still
+     * queued on a destroyed one, blocking or not, is made to precede the
+     * legacy stream's next work here, so later barriers cover it. */
+    cudaEvent_t ev = s->event;
+    if (!ev && api && no_capture && api->event_create(&ev) != 0) ev = NULL;
+    if (ev && no_capture && api->event_record(ev, stream) == 0) api->stream_wait(cudaStreamLegacy, ev);
+    if (ev) api->event_destroy(ev);
+    free(s);
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return s != NULL;
+}
+
+void cp_stream_destroying(cudaStream_t stream) {
+  const cp_api_t *api = cp_api();
+  bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    cp_device_t *dev = cp_device(i);
+    if (atomic_load(&dev->live_streams) && stream_destroying_on(api, dev, stream, no_capture)) break;
+  }
+  if (no_capture) cp_capture_unlock();
+}
+
+void cp_stream_after_barriers(cudaStream_t stream) {
+  const cp_api_t *api = cp_api();
+  if (!api || !cp_capture_relaxed_lock()) return; /* lock order: capture, device */
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    cp_device_t *dev = cp_device(i);
+    if (!atomic_load(&dev->live_streams)) continue;
+    pthread_mutex_lock(&dev->lock);
+    cp_stream_entry_t *s;
+    HASH_FIND_PTR(dev->streams, &stream, s);
+    if (s && dev->barrier_event) api->stream_wait(stream, dev->barrier_event);
+    pthread_mutex_unlock(&dev->lock);
+    if (s) break;
+  }
+  cp_capture_unlock();
+}
+
+void cp_note_per_thread_stream(void) {
+  if (atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed)) return;
+  if (!atomic_exchange(&cp_per_thread_stream_seen, true) && cp_trace_enabled())
+    cp_trace_extra(CP_TRACE_PER_THREAD_STREAM, 0, 0, 0);
+}
+
+/* A device reset (a context released at exit, often) leaves its last pool
+ * to report. */
+int cp_device_stats_all(cudapool_stats_t *out, int cap) {
+  pthread_once(&table_once, table_init);
+  int n = 0;
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    cp_pool_t *pool = atomic_load_explicit(&cp_devices[i].pool, memory_order_acquire);
+    if (!pool) pool = atomic_load_explicit(&cp_devices[i].last_retired, memory_order_acquire);
+    if (!pool) continue;
+    if (n < cap) cp_get_stats(pool, &out[n]);
+    n++;
+  }
+  return out && n > cap ? cap : n;
+}

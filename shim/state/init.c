@@ -1,0 +1,70 @@
+/* init.c: the shim's start and end.
+ *
+ * Start (constructor, or the first intercepted call if that comes earlier):
+ * read the options once, print them with CUDAPOOL_VERBOSE. The trace opens
+ * at the first CUDA call (layer.c), which also decides which layer serves.
+ * End (destructor): flush the trace and print the exit report when
+ * CUDAPOOL_STATS asks, with no CUDA call (the runtime may already be
+ * unloading); the pools are left to the process's end, as cudaFree at exit
+ * would only slow it down. Which files, and what happens when one cannot be
+ * written: outputs.c. A SIGTERM that came in while the program was exiting
+ * ends it after the report (sigterm.c). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "state/device.h"
+#include "state/outputs.h"
+#include "backend/cuda_vmm.h"
+#include "backend/real.h"
+#include "report.h"
+#include "state/shim.h"
+#include "state/sigterm.h"
+
+cp_options_t cp_opts;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void start(void) {
+  cp_options_load(&cp_opts, NULL, stderr);
+  if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
+  cp_vmm_set_page_option(cp_opts.expandable_page);
+  cp_layer_at_load();
+}
+
+void cp_options_start(void) { pthread_once(&once, start); }
+
+__thread __attribute__((tls_model("initial-exec"))) uint64_t cp_thread_key_value;
+
+uint64_t cp_thread_key_first(void) {
+  static atomic_uint_fast64_t next_key = 1;
+  return cp_thread_key_value = atomic_fetch_add(&next_key, 1);
+}
+
+__attribute__((constructor)) static void cudapool_start(void) { pthread_once(&once, start); }
+
+static const char *mode_name(cp_mode_t m) {
+  return m == CP_MODE_SYNC ? "sync" : m == CP_MODE_UNSAFE_IMMEDIATE ? "unsafe-immediate" : "auto";
+}
+
+void cp_report_header_now(char *buf, size_t cap) {
+  cp_report_header(buf, cap, (long)getpid(), mode_name(cp_opts.mode), &cp_opts.limit);
+}
+
+void cp_print_report(FILE *out, cp_format_t format) {
+  cudapool_stats_t devs[CP_MAX_DEVICES];
+  int n = cp_device_stats_all(devs, CP_MAX_DEVICES);
+  if (format == CP_FORMAT_JSON) {
+    cp_report_json(out, devs, n);
+    return;
+  }
+  char header[160];
+  cp_report_header_now(header, sizeof header);
+  cp_report_text(out, devs, n, header);
+}
+
+__attribute__((destructor)) static void cudapool_end(void) {
+  cp_outputs_end();
+  cp_sigterm_after_exit_report();
+}

@@ -1,0 +1,157 @@
+/* live.c: the publisher of the live counters (see live.h for the rules and
+ * live_layout.h for the protocol).
+ *
+ * Why a thread that waits for readers rather than copying the counters on
+ * every allocation: a copy of every device's cudapool_stats_t into shared
+ * memory under the pool lock would cost each cudaMalloc/cudaFree a few
+ * hundred bytes of stores, and the snapshot values (largest free block)
+ * could not be had cheaply at all; a thread asleep on a futex costs nothing
+ * until asked, and then reads the pools exactly as the exit report does.
+ *
+ * Invariants: only the publisher thread writes the seqlocked part of the
+ * segment; `seg` is set once, before the thread starts, and never unmapped
+ * (the process's end does that); the file is removed only by the process
+ * whose pid it names. */
+#include "state/live.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state/device.h"
+#include "live_layout.h"
+#include "state/outputs.h"
+#include "state/shim.h"
+#include "threads.h"
+
+_Static_assert(CP_LIVE_DEVICES == CP_MAX_DEVICES, "the segment holds every device");
+
+static cp_live_segment_t *seg;
+static char seg_path[96];
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void publish(void) {
+  static cudapool_stats_t devs[CP_LIVE_DEVICES]; /* the publisher's alone */
+  char header[sizeof seg->header];
+  int n = cp_device_stats_all(devs, CP_LIVE_DEVICES);
+  cp_report_header_now(header, sizeof header);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  /* An acquire read-modify-write: no store below moves above the odd
+   * count (the seqlock without a fence, which ThreadSanitizer refuses). */
+  uint64_t s = atomic_fetch_add_explicit(&seg->seq, 1, memory_order_acq_rel);
+  memcpy(seg->header, header, sizeof header);
+  seg->ndevices = n;
+  memcpy(seg->devices, devs, (size_t)n * sizeof *devs);
+  seg->published_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  atomic_store_explicit(&seg->seq, s + 2, memory_order_release);
+}
+
+static void *publisher(void *unused) {
+  (void)unused;
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t asked = atomic_load_explicit(&seg->request, memory_order_acquire);
+    if (asked == seen) {
+      futex_wait(&seg->request, seen);
+      continue;
+    }
+    publish();
+    seen = asked;
+    atomic_store_explicit(&seg->answered, asked, memory_order_release);
+    futex_wake_all(&seg->answered);
+  }
+  return NULL;
+}
+
+/* A new file, or -errno. An existing one is removed first only when it is
+ * a stale one of ours: a regular file of this user with one link. */
+static int create_file(void) {
+  const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+  int fd = open(seg_path, flags, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    struct stat st;
+    if (lstat(seg_path, &st) != 0) return -errno;
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) return -EPERM;
+    if (unlink(seg_path) != 0) return -errno;
+    fd = open(seg_path, flags, 0600);
+  }
+  return fd < 0 ? -errno : fd;
+}
+
+static int make_segment(void) {
+  snprintf(seg_path, sizeof seg_path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
+           (long)getpid());
+  int fd = create_file();
+  if (fd < 0) return -fd;
+  void *m = MAP_FAILED;
+  int err = ftruncate(fd, sizeof *seg) == 0 ? 0 : errno;
+  if (err == 0) m = mmap(NULL, sizeof *seg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (err == 0 && m == MAP_FAILED) err = errno;
+  close(fd);
+  if (err != 0) {
+    unlink(seg_path);
+    return err;
+  }
+  cp_live_segment_t *s = m;
+  memcpy(s->magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC);
+  s->stats_size = sizeof(cudapool_stats_t);
+  s->pid = (int64_t)getpid();
+  s->start_time = cp_live_start_time((long)getpid());
+  seg = s;
+  publish();
+  /* The layout last, released: a reader that sees it sees the rest. */
+  atomic_store_explicit(&s->layout, CP_LIVE_LAYOUT, memory_order_release);
+  return 0;
+}
+
+static void say(const char *why, int err) {
+  if (!cp_opts.verbose) return;
+  fprintf(stderr, "cudapool: no live stats (cudapool stats PID): %s%s%s\n", why, err ? ": " : "",
+          err ? strerror(err) : "");
+  fflush(stderr);
+}
+
+void cp_live_start(void) {
+  if (!cp_opts.live || cp_opts.disable) return;
+  if (cp_secure_exec()) {
+    say("privileged program (secure execution)", 0);
+    return;
+  }
+  int err = make_segment();
+  if (err != 0) {
+    say(seg_path, err);
+    return;
+  }
+  int rc = cp_thread_start(publisher, NULL, "cudapool-live", NULL);
+  if (rc != 0) {
+    /* Nobody would answer: no segment rather than one that hangs readers. */
+    unlink(seg_path);
+    munmap(seg, sizeof *seg);
+    seg = NULL;
+    say("no thread", rc);
+  }
+}
+
+bool cp_live_active(void) { return seg != NULL; }
+
+void cp_live_end(void) {
+  if (seg != NULL && seg->pid == (int64_t)getpid()) unlink(seg_path);
+}
