@@ -105,6 +105,10 @@ int cudapool_set_limit(int device, size_t bytes);
 int cudapool_print_stats(FILE *out, const char *format);
 /* CUDAPOOL_VERSION of the loaded library. */
 int cudapool_version(void);
+/* The layout of the loaded library's cudapool_stats_t, for bindings that
+ * cannot read this header (python/cudapool): "version=V;gauges NAME ...;
+ * counters NAME ...;snapshot NAME ...", the three lists above in order. */
+const char *cudapool_stats_layout(void);
 
 #ifdef __cplusplus
 }

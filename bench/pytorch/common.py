@@ -7,8 +7,9 @@ when the shim is preloaded), times training steps (torch.cuda.synchronize
 around each step, time.perf_counter, median after warm-up) and prints the one
 JSON result line each workload ends with.
 
-The layout of cudapool_stats_t is read from include/cudapool.h (its X-macro lists
-of gauges and counters), so a counter added there needs no change here.
+The layout of cudapool_stats_t is the preloaded library's own answer
+(cudapool_stats_layout, read by python/cudapool/_layout.py), so a counter added
+to include/cudapool.h needs no change here.
 """
 
 import ctypes
@@ -19,17 +20,10 @@ import statistics
 import sys
 import time
 
-HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "cudapool.h")
-
-# Used only when include/cudapool.h cannot be read (the lists as of version 1).
-_FALLBACK = {
-    "GAUGES": ["allocated_bytes", "allocated_blocks", "requested_bytes", "active_bytes",
-               "pending_bytes", "cached_bytes", "reserved_bytes", "segments"],
-    "COUNTERS": ["num_alloc", "num_free", "hits", "misses", "num_immediate_reuse",
-                 "num_device_alloc", "num_device_free", "num_barriers", "num_fences_recorded",
-                 "num_fences_waited", "num_sync_points", "num_alloc_retries", "num_ooms"],
-    "SNAPSHOT": ["blocks", "free_blocks", "largest_free_block"],
-}
+# The stats struct's layout comes from the Python package's one reader
+# (python/cudapool/_layout.py: the preloaded library says it), not a copy.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from cudapool import _layout  # noqa: E402
 
 
 def prepare_environment():
@@ -55,35 +49,9 @@ def async_backend():
     return "backend:cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
 
 
-def _header_lists():
-    try:
-        with open(HEADER) as f:
-            text = f.read()
-    except OSError:
-        return _FALLBACK, 1
-    lists = {}
-    for kind in ("GAUGES", "COUNTERS", "SNAPSHOT"):
-        m = re.search(r"#define CUDAPOOL_%s\(X\)((?:[^\n]*\\\n)+[^\n]*)" % kind, text)
-        lists[kind] = re.findall(r"X\((\w+),", m.group(1)) if m else _FALLBACK[kind]
-    v = re.search(r"#define CUDAPOOL_STATS_VERSION (\d+)", text)
-    return lists, int(v.group(1)) if v else 1
-
-
 def _stats_struct():
-    lists, version = _header_lists()
-
-    class Gauge(ctypes.Structure):
-        _fields_ = [("current", ctypes.c_int64), ("peak", ctypes.c_int64)]
-
-    fields = [("size", ctypes.c_uint32), ("version", ctypes.c_uint32),
-              ("device", ctypes.c_int32), ("reserved0", ctypes.c_int32)]
-    fields += [(n, Gauge) for n in lists["GAUGES"]]
-    fields += [(n, ctypes.c_uint64) for n in lists["COUNTERS"] + lists["SNAPSHOT"]]
-
-    class Stats(ctypes.Structure):
-        _fields_ = fields
-
-    return Stats, lists, version
+    lists, _source = _layout.load(ctypes.CDLL(None))
+    return _layout.make_struct(lists), lists, lists["version"]
 
 
 def cudapool_function(name):

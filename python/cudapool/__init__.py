@@ -96,7 +96,7 @@ def version():
 def _stats_struct():
     global _struct
     if _struct is None:
-        lists, _source = _layout.load()
+        lists, _source = _layout.load(_need())
         _struct = (_layout.make_struct(lists), lists)
     return _struct
 

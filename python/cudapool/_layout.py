@@ -1,27 +1,22 @@
 """The layout of cudapool_stats_t (include/cudapool.h) as ctypes.
 
 The header's X-macro lists CUDAPOOL_GAUGES, CUDAPOOL_COUNTERS and
-CUDAPOOL_SNAPSHOT generate the C struct; they are read from the header when
-this package sits in a source tree (python/cudapool/ next to include/), or
-from $CUDAPOOL_HEADER, else the built-in copy below is used.
-tests/python/test_cudapool.py requires the copy to equal the header, so a
-counter added there fails the tests until it is added here too.
+CUDAPOOL_SNAPSHOT generate the C struct. There is no copy of them here: the
+loaded library says its own layout (cudapool_stats_layout(), generated from
+the same lists), so the struct always matches the library in the process;
+a library too old to say it is read through include/cudapool.h of the source
+tree this package sits in, or $CUDAPOOL_HEADER.
 """
 
 import ctypes
 import os
 import re
 
-# The lists of include/cudapool.h, as of CUDAPOOL_STATS_VERSION 1.
-BUILTIN = {
-    "version": 1,
-    "GAUGES": ["allocated_bytes", "allocated_blocks", "requested_bytes", "active_bytes",
-               "pending_bytes", "cached_bytes", "reserved_bytes", "segments"],
-    "COUNTERS": ["num_alloc", "num_free", "hits", "misses", "num_immediate_reuse",
-                 "num_device_alloc", "num_device_free", "num_barriers", "num_fences_recorded",
-                 "num_fences_waited", "num_sync_points", "num_alloc_retries", "num_ooms"],
-    "SNAPSHOT": ["blocks", "free_blocks", "largest_free_block"],
-}
+KINDS = ("GAUGES", "COUNTERS", "SNAPSHOT")
+
+
+class LayoutError(RuntimeError):
+    """cudapool_stats_t's layout could not be learned."""
 
 
 def header_path():
@@ -36,10 +31,11 @@ def header_path():
 
 
 def parse_header(text):
-    """The lists and CUDAPOOL_STATS_VERSION of a cudapool.h text, as BUILTIN;
+    """The lists and CUDAPOOL_STATS_VERSION of a cudapool.h text:
+    {"version": V, "GAUGES": [...], "COUNTERS": [...], "SNAPSHOT": [...]};
     ValueError when one is missing."""
     lists = {}
-    for kind in ("GAUGES", "COUNTERS", "SNAPSHOT"):
+    for kind in KINDS:
         m = re.search(r"#define CUDAPOOL_%s\(X\)((?:[^\n]*\\\n)+[^\n]*)" % kind, text)
         if not m:
             raise ValueError("no CUDAPOOL_%s list in the header" % kind)
@@ -51,16 +47,40 @@ def parse_header(text):
     return lists
 
 
-def load():
-    """(lists, source): the header's lists when it can be read, else BUILTIN."""
+def parse_library(text):
+    """The same from cudapool_stats_layout()'s answer,
+    "version=V;gauges NAME ...;counters NAME ...;snapshot NAME ..."."""
+    parts = text.split(";")
+    if len(parts) != 4 or not parts[0].startswith("version=") or not parts[0][8:].isdigit():
+        raise ValueError("not a cudapool_stats_layout() answer: %r" % text)
+    lists = {"version": int(parts[0][8:])}
+    for kind, part in zip(KINDS, parts[1:]):
+        words = part.split()
+        if not words or words[0] != kind.lower():
+            raise ValueError("not a cudapool_stats_layout() answer: %r" % text)
+        lists[kind] = words[1:]
+    return lists
+
+
+def load(lib=None):
+    """(lists, source): from the library `lib` (a ctypes.CDLL) when it
+    exports cudapool_stats_layout, else from the header; LayoutError when
+    neither can be read."""
+    fn = getattr(lib, "cudapool_stats_layout", None) if lib is not None else None
+    if fn is not None:
+        fn.argtypes = []
+        fn.restype = ctypes.c_char_p
+        return parse_library(fn().decode()), "library"
     path = header_path()
     if path:
         try:
             with open(path) as f:
                 return parse_header(f.read()), path
-        except (OSError, ValueError):
-            pass
-    return BUILTIN, "built-in"
+        except (OSError, ValueError) as e:
+            raise LayoutError("cannot read cudapool_stats_t's layout from %s: %s" % (path, e))
+    raise LayoutError("cannot learn cudapool_stats_t's layout: the loaded library has no "
+                      "cudapool_stats_layout() and no include/cudapool.h was found "
+                      "(set CUDAPOOL_HEADER to its path)")
 
 
 class Gauge(ctypes.Structure):

@@ -16,6 +16,14 @@ void cp_print_report(FILE *out, cp_format_t format);
 
 CP_EXPORT int cudapool_version(void) { return CUDAPOOL_VERSION; }
 
+#define CP_STR_(x) #x
+#define CP_STR(x) CP_STR_(x)
+#define CP_LAYOUT_NAME(name, description) " " #name
+CP_EXPORT const char *cudapool_stats_layout(void) {
+  return "version=" CP_STR(CUDAPOOL_STATS_VERSION) ";gauges" CUDAPOOL_GAUGES(CP_LAYOUT_NAME) ";counters" CUDAPOOL_COUNTERS(
+      CP_LAYOUT_NAME) ";snapshot" CUDAPOOL_SNAPSHOT(CP_LAYOUT_NAME);
+}
+
 /* The version as text in the library file, what(1)-style: scripts/cudapool
  * --version reads it from the library it would preload, without loading it. */
 __attribute__((used)) static const char version_tag[] = "@(#)cudapool " CP_VERSION_TEXT;

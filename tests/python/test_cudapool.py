@@ -320,34 +320,46 @@ class Sizes(unittest.TestCase):
         self.assertRaises(TypeError, P, 1.5)
 
 
-class Layout(unittest.TestCase):
-    def test_builtin_copy_equals_the_header(self):
+class Layout(Child):
+    def test_library_says_the_headers_lists(self):
+        r = self.result("""
+            from cudapool import _layout
+            lists, source = _layout.load(ctypes.CDLL(None))
+            S = _layout.make_struct(lists)
+            out(lists=lists, source=source, size=ctypes.sizeof(S), align=ctypes.alignment(S))
+        """)
+        self.assertEqual(r["source"], "library")
         with open(os.path.join(ROOT, "include", "cudapool.h")) as f:
-            header = _layout.parse_header(f.read())
-        self.assertEqual(_layout.BUILTIN, header,
-                         "python/cudapool/_layout.py BUILTIN differs from include/cudapool.h")
-
-    def test_source_tree_reads_the_header(self):
-        lists, source = _layout.load()
-        self.assertEqual(os.path.realpath(source), os.path.realpath(os.path.join(ROOT, "include", "cudapool.h")))
-
-    def test_struct_size(self):
-        lists = _layout.BUILTIN
-        S = _layout.make_struct(lists)
+            self.assertEqual(r["lists"], _layout.parse_header(f.read()))
+        lists = r["lists"]
         want = 16 + 16 * len(lists["GAUGES"]) + 8 * (len(lists["COUNTERS"]) + len(lists["SNAPSHOT"]))
-        self.assertEqual(ctypes.sizeof(S), want)
-        self.assertEqual(ctypes.alignment(S), 8)
+        self.assertEqual(r["size"], want)
+        self.assertEqual(r["align"], 8)
 
-    def test_builtin_used_without_a_header(self):
+    def test_without_the_library_function_the_source_trees_header_is_read(self):
+        lists, source = _layout.load(None)
+        self.assertEqual(os.path.realpath(source), os.path.realpath(os.path.join(ROOT, "include", "cudapool.h")))
+        self.assertEqual(lists["GAUGES"][0], "allocated_bytes")
+
+    def test_neither_library_nor_header_is_a_clear_error(self):
         old = os.environ.get("CUDAPOOL_HEADER")
         os.environ["CUDAPOOL_HEADER"] = "/nonexistent/cudapool.h"
         try:
-            self.assertEqual(_layout.load(), (_layout.BUILTIN, "built-in"))
+            with self.assertRaises(_layout.LayoutError) as cm:
+                _layout.load(None)
+            self.assertIn("set CUDAPOOL_HEADER", str(cm.exception))
         finally:
             if old is None:
                 del os.environ["CUDAPOOL_HEADER"]
             else:
                 os.environ["CUDAPOOL_HEADER"] = old
+
+    def test_a_malformed_library_answer_is_refused(self):
+        for bad in ("", "version=1", "version=x;gauges a;counters b;snapshot c",
+                    "version=1;counters a;gauges b;snapshot c"):
+            self.assertRaises(ValueError, _layout.parse_library, bad)
+        self.assertEqual(_layout.parse_library("version=2;gauges a b;counters;snapshot c"),
+                         {"version": 2, "GAUGES": ["a", "b"], "COUNTERS": [], "SNAPSHOT": ["c"]})
 
 
 class Version(unittest.TestCase):
