@@ -1,4 +1,4 @@
-/* trace_bench.c: the recorder's cost per event (shim/trace.c).
+/* trace_bench.c: the recorder's cost per event (common/trace.c).
  *
  * Records allocate/free events into a temporary file, from one thread and
  * then from 4 threads at once. The cost a program pays is the CPU time its

@@ -1,7 +1,7 @@
 /* live_layout.h: the shared memory segment through which a running process
  * shows its pool counters to `cudapool stats PID` and `cudapool top`
  * (tools/live/), and the protocol both sides follow. Shared by the shim
- * (shim/live.c, the publisher) and the reader; nothing here is CUDA.
+ * (shim/state/live.c, the publisher) and the reader; nothing here is CUDA.
  *
  * The segment is the file CP_LIVE_DIR/cudapool.<euid>.<pid>, mode 0600,
  * created by the process at its first CUDA call and removed at its exit.
@@ -34,7 +34,7 @@
 #define CP_LIVE_PREFIX "cudapool."
 #define CP_LIVE_MAGIC "cplive"
 #define CP_LIVE_LAYOUT 1u
-#define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/device.h */
+#define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/state/device.h */
 
 typedef struct cp_live_segment {
   char magic[8];             /* CP_LIVE_MAGIC */

@@ -31,7 +31,7 @@ driver_python() {
 }
 
 # entry_rows NAME STDERR: one INFO row per allocation entry point the run
-# reached (CUDAPOOL_VERBOSE's exit lines, shim/entry_stats.h): how it was
+# reached (CUDAPOOL_VERBOSE's exit lines, shim/state/entry_stats.h): how it was
 # looked up (dlsym, cuGetProcAddress) and how many calls were served.
 entry_rows() {
   local name=$1 errf=$2 line

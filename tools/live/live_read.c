@@ -1,5 +1,5 @@
 /* live_read.c: the reader's side of the live stats protocol (see
- * live_read.h and shim/live_layout.h).
+ * live_read.h and common/live_layout.h).
  *
  * A segment is opened without following a symbolic link and checked on the
  * descriptor (a regular file of this user, at least the layout's size)

@@ -1,5 +1,5 @@
 /* live_read.h: reading a running process's live counters from its segment
- * (shim/live_layout.h has the layout and the protocol), for cudapool-stats.
+ * (common/live_layout.h has the layout and the protocol), for cudapool-stats.
  *
  * Owns finding a process's segment, telling a live one from a stale one (the
  * pid is gone, or reused: the start time differs), asking for fresh counters

@@ -5,7 +5,7 @@
  *   cudapool-stats --top [--interval SEC] [--iterations N] [--timeout SEC]
  *
  * Owns the command line and the output: the exit report's own table and
- * JSON (shim/report.c), so the names and the layout are the exit report's.
+ * JSON (common/report.c), so the names and the layout are the exit report's.
  * Exit status: 0 done; 1 no live stats for that process (the message says
  * why); 2 a usage error; 3 the process did not answer in time (stopped, or
  * busy in a long allocation): its last answer was printed. `--top` removes

@@ -9,7 +9,7 @@
  * status: 0 done; 1 an I/O error, or the pool refused the options; 2 a usage
  * error (an unknown or ambiguous option, a missing or bad value: the message
  * names the option), bad input with --on-error=stop, or a trace with no
- * allocation to replay. Sizes use the CUDAPOOL_* syntax (shim/parse.c: 512,
+ * allocation to replay. Sizes use the CUDAPOOL_* syntax (common/parse.c: 512,
  * 64K, 1.5G, 8GiB). */
 #include "replay.h"
 

@@ -1,5 +1,5 @@
 /* model.c: what the shim knew when it made each decision, rebuilt from a
- * trace's decision events (shim/trace.h), so that replay decides as the live
+ * trace's decision events (common/trace.h), so that replay decides as the live
  * run did: the live streams the program created (device.c: any one turns
  * same-thread reuse keys off; a barrier costs 1 + the non-blocking ones; a
  * legacy-stream sync covers the device only without non-blocking ones),

@@ -2,7 +2,7 @@
  *
  * Owns the CSV grammar the replayer accepts: RMM's logging-adaptor columns
  * Thread,Time,Action,Pointer,Size,Stream as written by cudapool's recorder
- * (shim/trace.c), by RMM, and by the recorder of the shared PyTorch traces.
+ * (common/trace.c), by RMM, and by the recorder of the shared PyTorch traces.
  *   Thread   decimal or 0x-hex
  *   Time     seconds ("4.583414") or RMM's clock "HH:MM:SS.us" / "HH:MM:SS:us"
  *   Action   allocate, free (or deallocate), allocate failure, sync_stream,

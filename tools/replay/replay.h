@@ -40,7 +40,7 @@ enum rp_kind {
   RP_LINE_SYNC_DEVICE,
   RP_LINE_EMPTY_CACHE,
   RP_LINE_ZERO_ALLOC, /* allocate of 0 bytes returning NULL: cudaMalloc(&p, 0) */
-  /* cudapool's decision events (shim/trace.h) */
+  /* cudapool's decision events (common/trace.h) */
   RP_LINE_STREAM_CREATE, /* Size 1: non-blocking */
   RP_LINE_STREAM_DESTROY,
   RP_LINE_CAPTURE_BEGIN, /* Size 1: relaxed */

@@ -5,7 +5,7 @@
 #include "it_check.h"
 
 /* Work still queued on a blocking stream when it is destroyed is covered by
- * later barriers (shim/device.c, stream_destroying_on): the block it wrote
+ * later barriers (shim/state/device.c, stream_destroying_on): the block it wrote
  * is not written on another stream before that work completed. */
 Test(shim_it, destroyed_blocking_stream_work_is_ordered_before_reuse) {
   it_result n, s;
@@ -40,7 +40,7 @@ Test(shim_it, destroying_a_capturing_blocking_stream_ends_its_capture) {
 
 /* A plugin, the process's only user of libcudart, is loaded, used and
  * closed three times (the program itself is linked to no libcudart). The
- * shim keeps the runtime it resolved loaded (shim/real.c, pin_library_of),
+ * shim keeps the runtime it resolved loaded (shim/backend/real.c, pin_library_of),
  * and the pool keeps serving from its cache across the rounds. */
 Test(shim_it, libcudart_unloaded_and_loaded_again) {
   it_result n, s;

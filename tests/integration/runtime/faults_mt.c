@@ -27,8 +27,8 @@ static void churn(const char *capture, const char *where) {
 }
 
 /* Barriers go on during a relaxed capture on a non-blocking stream
- * (shim/cuda_backend.c; the capturing stream is represented by its
- * pre-capture event, shim/capture.c): the churn reuses its frees, in a
+ * (shim/state/cuda_backend.c; the capturing stream is represented by its
+ * pre-capture event, shim/state/capture.c): the churn reuses its frees, in a
  * couple of segments, and the capture still ends with a graph. */
 static void churn_with_barriers(const char *where) {
   churn("nonblocking", where);
@@ -61,7 +61,7 @@ Test(shim_it_mt, relaxed_blocking_capture_with_churn_gives_idle_segments_back) {
   it_free(&s);
 }
 
-/* The reset pool is retired, not freed (shim/device.c, retire): threads
+/* The reset pool is retired, not freed (shim/state/device.c, retire): threads
  * still inside it finish their call. Before, a heap use-after-free: a crash
  * or a hang on its freed lock, an ASan report under make test-sanitize. */
 Test(shim_it_mt, device_reset_while_eight_threads_allocate) {

@@ -1,5 +1,5 @@
 /* live_mt.c: the live counters of a running process, read from outside
- * (cudapool-stats: `cudapool stats PID`, `cudapool top`; shim/live.c).
+ * (cudapool-stats: `cudapool stats PID`, `cudapool top`; shim/state/live.c).
  *
  * Decisions pinned here, and documented in docs/OPTIONS.md:
  *   - at a quiescent point, what a reader prints is byte for byte what the

@@ -1,6 +1,6 @@
 /* sigterm.c: a job stopped with SIGTERM (how Slurm and Kubernetes stop
  * one) still leaves its exit report and its whole trace, and ends killed by
- * SIGTERM as natively (shim/sigterm.c); a program's own SIGTERM handling,
+ * SIGTERM as natively (shim/state/sigterm.c); a program's own SIGTERM handling,
  * early or late, is left alone, and a forked child dies of SIGTERM as it
  * would without cudapool. Program: tests/programs/runtime/sigterm.c. */
 #include <signal.h>

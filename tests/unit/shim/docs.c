@@ -1,6 +1,6 @@
 /* docs.c: the man page (docs/cudapool.1) and docs/USAGE.md against the code.
  *
- * The truth is the option table (shim/options.c, through cp_option_name),
+ * The truth is the option table (common/options.c, through cp_option_name),
  * the launcher (scripts/cudapool: its --help for the flags, its die calls
  * for the exit statuses) and the counter lists of include/cudapool.h. The
  * man page must give every option, flag, counter and exit status an entry
@@ -115,7 +115,7 @@ static bool known_variable(const char *name) {
 static void only_known_variables(const char *what, const char *text) {
   char *names = matches(text, "CUDAPOOL_[A-Z][A-Z_]*[A-Z]", 0);
   for (char *name = strtok(names, "\n"); name != NULL; name = strtok(NULL, "\n"))
-    cr_expect(known_variable(name), "%s names %s, which is no option of shim/options.c nor a tool's", what,
+    cr_expect(known_variable(name), "%s names %s, which is no option of common/options.c nor a tool's", what,
               name);
   free(names);
 }
@@ -133,7 +133,7 @@ static void has_entry(const char *man, const char *name, const char *what) {
 Test(manpage, an_entry_for_every_option_of_the_table) {
   char *man = man_source();
   for (size_t i = 0; i < cp_option_count(); i++)
-    has_entry(man, cp_option_name(i), "an option of shim/options.c");
+    has_entry(man, cp_option_name(i), "an option of common/options.c");
   for (size_t i = 0; i < sizeof tool_variables / sizeof *tool_variables; i++)
     cr_expect(ne(ptr, strstr(man, tool_variables[i]), NULL), "docs/cudapool.1 lacks %s", tool_variables[i]);
   free(man);

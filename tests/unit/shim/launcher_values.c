@@ -1,8 +1,8 @@
 /* launcher_values.c: scripts/cudapool refuses a bad flag value before the
  * program starts (exit status 2, naming the flag, the value and the accepted
  * form), by the library's own grammar: every value here goes through both
- * the launcher and the library's option loader (shim/options.c, with
- * shim/parse.c), and the verdicts must agree. Also --version (read from the
+ * the launcher and the library's option loader (common/options.c, with
+ * common/parse.c), and the verdicts must agree. Also --version (read from the
  * library file) and --help on what the launcher serves.
  *
  * Like launcher.c, each run starts from env -i with a stand-in library in a

@@ -1,5 +1,5 @@
 /* options.c: the option parsers, the option table and its loader
- * (shim/parse.c, shim/options.c).
+ * (common/parse.c, common/options.c).
  *
  * Decisions pinned here, and documented in docs/OPTIONS.md:
  *   - blanks around a value are ignored (" 8G" == "8G"); blanks inside are
@@ -498,7 +498,7 @@ Test(warnings, one_line_per_bad_value_in_table_order) {
 
 /* ---- paths and %p ------------------------------------------------------ */
 
-/* %p stays in the option: the file's opener replaces it (shim/outfile.c), in
+/* %p stays in the option: the file's opener replaces it (common/outfile.c), in
  * the process that opens the file, so a forked child gets its own name. */
 Test(paths, pid_kept_for_the_opener) {
   cp_options_t o;

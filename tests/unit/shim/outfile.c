@@ -1,5 +1,5 @@
 /* shim_unit_outfile.c: the rules for opening and writing cudapool's output
- * files (shim/outfile.c), one test per rule of outfile.h, each on a file the
+ * files (common/outfile.c), one test per rule of outfile.h, each on a file the
  * rule is there to protect; the runs under the shim are in
  * tests/shim_it_files.c. Every test works in its own temporary folder. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
-/* report.c: the exit report, text and JSON (shim/report.c), and the
- * locale-free formatters it prints with (shim/parse.c).
+/* report.c: the exit report, text and JSON (common/report.c), and the
+ * locale-free formatters it prints with (common/parse.c).
  *
  * The expected strings are written out in full, so any change to the
  * format, including a counter added to cudapool.h, shows up here first: the

@@ -1,5 +1,5 @@
 /* report_header.c: what a person reads first in the text exit report
- * (shim/report.c): the header line (the process, the limit for a person) and
+ * (common/report.c): the header line (the process, the limit for a person) and
  * the hit rate, which rounds down so that "100.0%" never hides a miss. */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>

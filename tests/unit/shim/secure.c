@@ -1,5 +1,5 @@
 /* shim_unit_secure.c: the options in a secure-execution process
- * (shim/options.c, cp_options_load_as and cp_secure_exec).
+ * (common/options.c, cp_options_load_as and cp_secure_exec).
  *
  * Decision pinned here, and documented in docs/OPTIONS.md: with AT_SECURE
  * set (set-user-ID, set-group-ID, file capabilities) every CUDAPOOL_*

@@ -1,4 +1,4 @@
-/* trace.c: the recorder (shim/trace.c) and its round trip through
+/* trace.c: the recorder (common/trace.c) and its round trip through
  * the replayer.
  *
  * The exact line format, many threads crossing buffer boundaries and exiting
