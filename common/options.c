@@ -49,6 +49,8 @@ typedef struct cp_option_desc {
 
 /* The keyword kinds' words, index = enum value (the fields are enums, int-sized). */
 static const char *const mode_words[] = {"auto", "sync", "unsafe-immediate"};
+
+const char *cp_mode_word(cp_mode_t m) { return (unsigned)m < 3 ? mode_words[m] : "?"; }
 static const char *const format_words[] = {"text", "json"};
 static const char *const layer_words[] = {"both", "runtime", "driver"};
 #define WORDS(w) \

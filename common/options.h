@@ -113,4 +113,7 @@ int cp_parse_count(const char *text, unsigned lo, unsigned hi,
  * applied, floor); 0 = unset. */
 uint64_t cp_size_opt_resolve(const cp_size_opt_t *opt, uint64_t total_bytes);
 
+/* CUDAPOOL_MODE's word for m ("auto", "sync", "unsafe-immediate"). */
+const char *cp_mode_word(cp_mode_t m);
+
 #endif

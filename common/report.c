@@ -56,17 +56,21 @@ static void calls_saved(const cudapool_stats_t *s, char *buf, size_t cap) {
     snprintf(buf, cap, "-%" PRIu64, made - asked);
 }
 
-size_t cp_report_header(char *buf, size_t cap, long pid, const char *mode, const cp_size_opt_t *limit) {
-  char lim[48] = "none";
-  size_t n;
-  if (buf == NULL || cap == 0) return 0;
+/* CUDAPOOL_LIMIT as given: "none", "8.00 GiB", "80% of device memory". */
+static void limit_words(const cp_size_opt_t *limit, char *lim, size_t cap) {
+  snprintf(lim, cap, "none");
   if (limit != NULL && limit->percent > 0.0) {
-    n = cp_format_decimal(limit->percent, 6, 0, lim, sizeof lim);
-    if (n == 0 || snprintf(lim + n, sizeof lim - n, "%% of device memory") >= (int)(sizeof lim - n))
-      snprintf(lim, sizeof lim, "?");
+    size_t n = cp_format_decimal(limit->percent, 6, 0, lim, cap);
+    if (n == 0 || snprintf(lim + n, cap - n, "%% of device memory") >= (int)(cap - n)) snprintf(lim, cap, "?");
   } else if (limit != NULL && limit->bytes != 0) {
-    human(limit->bytes, lim, sizeof lim);
+    human(limit->bytes, lim, cap);
   }
+}
+
+size_t cp_report_header(char *buf, size_t cap, long pid, const char *mode, const cp_size_opt_t *limit) {
+  char lim[48];
+  if (buf == NULL || cap == 0) return 0;
+  limit_words(limit, lim, sizeof lim);
   int w = snprintf(buf, cap, "process %ld, version " CP_VERSION_TEXT ", mode %s, limit %s", pid,
                    mode != NULL ? mode : "?", lim);
   if (w < 0 || (size_t)w >= cap) {
@@ -128,14 +132,76 @@ static void json_device(FILE *out, const cudapool_stats_t *s) {
   fprintf(out, ",\"utilization\":%s}", util);
 }
 
-void cp_report_json(FILE *out, const cudapool_stats_t *devs, int ndevs) {
+static void json_string(FILE *out, const char *text) {
+  fputc('"', out);
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+    if (*c == '"' || *c == '\\')
+      fprintf(out, "\\%c", *c);
+    else if (*c < 0x20 || *c >= 0x7f)
+      fprintf(out, "\\u%04x", *c);
+    else
+      fputc(*c, out);
+  }
+  fputc('"', out);
+}
+
+static void json_process(FILE *out, const cp_report_process_t *p) {
+  char lim[48], wall[48];
+  limit_words(p->limit, lim, sizeof lim);
+  fprintf(out, ",\"process\":{\"pid\":%ld", p->pid);
+  if (p->host != NULL) fputs(",\"host\":", out), json_string(out, p->host);
+  if (p->rank >= 0)
+    fprintf(out, ",\"rank\":%d", p->rank);
+  else
+    fputs(",\"rank\":null", out);
+  if (p->command != NULL) fputs(",\"command\":", out), json_string(out, p->command);
+  fputs(",\"mode\":", out), json_string(out, p->mode != NULL ? p->mode : "?");
+  fputs(",\"limit\":", out), json_string(out, lim);
+  if (p->wall_s >= 0 && cp_format_decimal(p->wall_s, 3, 1, wall, sizeof wall) > 0)
+    fprintf(out, ",\"wall_s\":%s", wall);
+  fputc('}', out);
+}
+
+static void still_allocated(const cudapool_stats_t *s, uint64_t *blocks, uint64_t *bytes) {
+  *blocks = nonneg(s->allocated_blocks.current);
+  *bytes = nonneg(s->allocated_bytes.current);
+}
+
+void cp_report_json_process(FILE *out, const cudapool_stats_t *devs, int ndevs, const cp_report_process_t *proc) {
   if (out == NULL) return;
   if (devs == NULL || ndevs < 0) ndevs = 0;
-  fputs("{\"version\":\"" CP_VERSION_TEXT "\",\"devices\":[", out);
+  fputs("{\"version\":\"" CP_VERSION_TEXT "\"", out);
+  if (proc != NULL) json_process(out, proc);
+  fputs(",\"devices\":[", out);
+  uint64_t blocks = 0, bytes = 0;
   for (int i = 0; i < ndevs; i++) {
     if (i > 0) fputc(',', out);
     json_device(out, &devs[i]);
+    uint64_t b, n;
+    still_allocated(&devs[i], &b, &n);
+    blocks = sat_add(blocks, b), bytes = sat_add(bytes, n);
   }
-  fputs("]}\n", out);
+  fputc(']', out);
+  if (proc != NULL && proc->at_end)
+    fprintf(out, ",\"still_allocated\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", blocks, bytes);
+  fputs("}\n", out);
+  fflush(out);
+}
+
+void cp_report_json(FILE *out, const cudapool_stats_t *devs, int ndevs) {
+  cp_report_json_process(out, devs, ndevs, NULL);
+}
+
+void cp_report_still_allocated(FILE *out, const cudapool_stats_t *devs, int ndevs) {
+  if (out == NULL || devs == NULL) return;
+  for (int i = 0; i < ndevs; i++) {
+    uint64_t blocks, bytes;
+    char size[32];
+    still_allocated(&devs[i], &blocks, &bytes);
+    if (blocks == 0 && bytes == 0) continue;
+    human(bytes, size, sizeof size);
+    fprintf(out, "cudapool: device %d: %" PRIu64 " block%s, %s still allocated at exit (never freed by the program)\n",
+            (int)devs[i].device, blocks, blocks == 1 ? "" : "s", size);
+  }
   fflush(out);
 }

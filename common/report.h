@@ -8,6 +8,7 @@
 #ifndef CUDAPOOL_SHIM_REPORT_H
 #define CUDAPOOL_SHIM_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "cudapool.h"
@@ -39,5 +40,30 @@ void cp_report_text(FILE *out, const cudapool_stats_t *devs, int ndevs, const ch
  *  integer, "utilization":0.92}]}
  * utilization = peak allocated / peak reserved, 0.0 when nothing was reserved. */
 void cp_report_json(FILE *out, const cudapool_stats_t *devs, int ndevs);
+
+/* Who the report is of, for the JSON form (monitoring reads it without the
+ * text header): every field but pid may be left out. */
+typedef struct cp_report_process {
+  long pid;
+  const char *host;            /* NULL: left out */
+  int rank;                    /* from the launcher's variables; -1: none ("rank":null) */
+  const char *command;         /* the command line, arguments joined by spaces; NULL: left out */
+  const char *mode;            /* CUDAPOOL_MODE's word */
+  const cp_size_opt_t *limit;  /* CUDAPOOL_LIMIT as given, worded as in the header */
+  double wall_s;               /* seconds since the library started; < 0: left out */
+  bool at_end;                 /* the report at exit (or SIGTERM): what was never freed is added */
+} cp_report_process_t;
+
+/* cp_report_json with the process: after "version",
+ *   "process":{"pid":N,"host":"..","rank":N|null,"command":"..","mode":"..","limit":"..","wall_s":1.5}
+ * and, at the end, after "devices":
+ *   "still_allocated":{"blocks":N,"bytes":N}   (the sum of every device's current allocated)
+ * Strings are JSON-escaped: control characters, quotes and backslashes as
+ * escapes, bytes from 0x7f up as \u00XX. proc NULL is cp_report_json. */
+void cp_report_json_process(FILE *out, const cudapool_stats_t *devs, int ndevs, const cp_report_process_t *proc);
+/* At exit, text: one line per device whose blocks the program never freed,
+ *   "cudapool: device 0: 3 blocks, 1.50 MiB still allocated at exit (never freed by the program)"
+ * and nothing when every block was freed. */
+void cp_report_still_allocated(FILE *out, const cudapool_stats_t *devs, int ndevs);
 
 #endif

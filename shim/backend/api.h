@@ -71,9 +71,6 @@ typedef struct cp_api {
 extern const cp_api_t cp_api_runtime; /* real.c */
 extern const cp_api_t cp_api_driver;  /* driver_api.c */
 
-/* The flavour in use; NULL while neither can work (then nothing is pooled).
- * Picked by layer.c. */
-const cp_api_t *cp_api(void);
 
 /* Real runtime calls the shim is making on this thread (see above). */
 extern __thread __attribute__((tls_model("initial-exec"))) unsigned cp_inside;

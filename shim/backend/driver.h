@@ -142,9 +142,6 @@ CP_DRV_SERVED(CP_DRV_DECLARE)
  * where the driver lacks cuStreamIsCapturing): its native code. */
 int cp_drv_capturing(uintptr_t stream, bool *capturing);
 
-/* Look libcuda up (again, until found). True when every needed function of
- * the driver flavour is known. */
-bool cp_drv_ready(void);
 
 /* The wrapper to hand out for `fn`, libcuda's answer to a lookup of `name`
  * (a dlsym by handle: the exported name; NULL for cuGetProcAddress, which

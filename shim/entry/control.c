@@ -7,17 +7,14 @@
 
 #include "backend/api.h"
 #include "state/device.h"
+#include "state/outputs.h"
 #include "backend/real.h"
 #include "report.h"
 #include "serve/serve.h"
 #include "state/shim.h"
 
-void cp_print_report(FILE *out, cp_format_t format);
-
 CP_EXPORT int cudapool_version(void) { return CUDAPOOL_VERSION; }
 
-#define CP_STR_(x) #x
-#define CP_STR(x) CP_STR_(x)
 #define CP_LAYOUT_NAME(name, description) " " #name
 CP_EXPORT const char *cudapool_stats_layout(void) {
   return "version=" CP_STR(CUDAPOOL_STATS_VERSION) ";gauges" CUDAPOOL_GAUGES(CP_LAYOUT_NAME) ";counters" CUDAPOOL_COUNTERS(
@@ -125,6 +122,6 @@ CP_EXPORT int cudapool_print_stats(FILE *out, const char *format) {
     f = CP_FORMAT_JSON;
   else if (format && strcmp(format, "text") != 0)
     return EINVAL;
-  cp_print_report(out, f);
+  cp_print_report(out, f, false);
   return 0;
 }

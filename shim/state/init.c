@@ -17,6 +17,7 @@
 
 #include "state/device.h"
 #include "state/outputs.h"
+#include "state/process_info.h"
 #include "backend/cuda_vmm.h"
 #include "backend/real.h"
 #include "report.h"
@@ -27,6 +28,7 @@ cp_options_t cp_opts;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void start(void) {
+  cp_process_info_start();
   cp_options_load(&cp_opts, NULL, stderr);
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
   cp_vmm_set_page_option(cp_opts.expandable_page);
@@ -44,24 +46,23 @@ uint64_t cp_thread_key_first(void) {
 
 __attribute__((constructor)) static void cudapool_start(void) { pthread_once(&once, start); }
 
-static const char *mode_name(cp_mode_t m) {
-  return m == CP_MODE_SYNC ? "sync" : m == CP_MODE_UNSAFE_IMMEDIATE ? "unsafe-immediate" : "auto";
-}
-
 void cp_report_header_now(char *buf, size_t cap) {
-  cp_report_header(buf, cap, (long)getpid(), mode_name(cp_opts.mode), &cp_opts.limit);
+  cp_report_header(buf, cap, (long)getpid(), cp_mode_word(cp_opts.mode), &cp_opts.limit);
 }
 
-void cp_print_report(FILE *out, cp_format_t format) {
+void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
   cudapool_stats_t devs[CP_MAX_DEVICES];
   int n = cp_device_stats_all(devs, CP_MAX_DEVICES);
   if (format == CP_FORMAT_JSON) {
-    cp_report_json(out, devs, n);
+    cp_report_process_t proc;
+    cp_process_info(&proc, at_end);
+    cp_report_json_process(out, devs, n, &proc);
     return;
   }
   char header[160];
   cp_report_header_now(header, sizeof header);
   cp_report_text(out, devs, n, header);
+  if (at_end) cp_report_still_allocated(out, devs, n);
 }
 
 __attribute__((destructor)) static void cudapool_end(void) {

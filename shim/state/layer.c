@@ -15,9 +15,9 @@
 #include "state/shim.h"
 
 static atomic_bool activated, fork_passthrough;
-static pthread_once_t activate_once = PTHREAD_ONCE_INIT;
+static pthread_once_t outputs_once = PTHREAD_ONCE_INIT;
 
-static void activate(void) {
+static void start_outputs(void) {
   cp_outputs_start();
   atomic_store(&activated, true);
 }
@@ -35,7 +35,7 @@ void cp_layer_at_load(void) { pthread_atfork(NULL, NULL, child_after_fork); }
 
 bool cp_shim_init_first(void) {
   cp_options_start();
-  pthread_once(&activate_once, activate);
+  pthread_once(&outputs_once, start_outputs);
   /* Looked for on every path: a disabled shim still forwards. */
   bool on = !atomic_load(&fork_passthrough) && cp_real_complete() && !cp_opts.disable &&
             cp_opts.layer != CP_LAYER_DRIVER;

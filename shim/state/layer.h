@@ -44,4 +44,9 @@ bool cp_shim_active(void);
 /* From the constructor: the fork handler. */
 void cp_layer_at_load(void);
 
+/* The flavour of backend/api.h in use; NULL while neither can work (then
+ * nothing is pooled). Picked once, here: the runtime when it serves, else
+ * the driver when libcuda is loaded. */
+const cp_api_t *cp_api(void);
+
 #endif

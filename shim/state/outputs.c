@@ -82,7 +82,7 @@ static int report_to(int fd) {
   if (m == NULL) {
     err = errno ? errno : ENOMEM;
   } else {
-    cp_print_report(m, cp_opts.stats_format);
+    cp_print_report(m, cp_opts.stats_format, true);
     if (fclose(m) != 0) err = ENOMEM;
   }
   if (err == 0) err = cp_outfile_write(fd, text, len);
@@ -111,7 +111,7 @@ static void end_outputs(void) {
     warn_file("CUDAPOOL_STATS", cp_opts.stats, path, opened ? "was not written in full" : "cannot be written",
               err, "the report goes to stderr");
   }
-  cp_print_report(stderr, cp_opts.stats_format);
+  cp_print_report(stderr, cp_opts.stats_format, true);
 }
 
 void cp_outputs_end(void) {

@@ -34,8 +34,9 @@ void cp_outputs_start(void);
  * a second caller waits for the first. No CUDA call. */
 void cp_outputs_end(void);
 
-/* The exit report of every device used, text or JSON (init.c). */
-void cp_print_report(FILE *out, cp_format_t format);
+/* The report of every device used, text or JSON (init.c); at_end for the
+ * report at exit or SIGTERM, which adds what was never freed. */
+void cp_print_report(FILE *out, cp_format_t format, bool at_end);
 /* Its header line, "process N, version V, mode M, limit L" (init.c; the
  * live stats show the same). */
 void cp_report_header_now(char *buf, size_t cap);

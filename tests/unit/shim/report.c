@@ -355,3 +355,74 @@ Test(format, decimal_nan_and_small_buffer) {
   cr_assert(eq(str, buf, ""), "too small: empty, still terminated");
   cr_assert(eq(sz, cp_format_size_human(UINT64_MAX, buf, sizeof buf), 0));
 }
+
+/* ---- the process, for monitoring ----------------------------------------- */
+
+static void capture_json_process(const cudapool_stats_t *d, int n, const cp_report_process_t *p, char *buf,
+                                 size_t cap) {
+  FILE *f = tmpfile();
+  cr_assert(ne(ptr, f, NULL));
+  cp_report_json_process(f, d, n, p);
+  rewind(f);
+  size_t got = fread(buf, 1, cap - 1, f);
+  buf[got] = '\0';
+  fclose(f);
+}
+
+Test(report_json, process_exact_and_still_allocated_summed_over_devices) {
+  cudapool_stats_t d[2] = {blank(0), blank(2)};
+  d[0].allocated_blocks.current = 2, d[0].allocated_bytes.current = 2098176;
+  d[1].allocated_blocks.current = 1, d[1].allocated_bytes.current = 512;
+  cp_size_opt_t limit = {.bytes = (size_t)8 << 30};
+  cp_report_process_t p = {.pid = 4242, .host = "node-7", .rank = 3, .command = "python train.py --lr 0.1",
+                           .mode = "auto", .limit = &limit, .wall_s = 12.3456, .at_end = true};
+  char out[8192];
+  capture_json_process(d, 2, &p, out, sizeof out);
+  cr_assert(json_valid(out), "%s", out);
+  cr_assert(eq(int, strncmp(out,
+                            "{\"version\":\"0.1.0\",\"process\":{\"pid\":4242,\"host\":\"node-7\",\"rank\":3,"
+                            "\"command\":\"python train.py --lr 0.1\",\"mode\":\"auto\",\"limit\":\"8.00 GiB\","
+                            "\"wall_s\":12.346},\"devices\":[{\"device\":0,",
+                            strlen("{\"version\":\"0.1.0\",\"process\":{\"pid\":4242,\"host\":\"node-7\",\"rank\":3,"
+                                   "\"command\":\"python train.py --lr 0.1\",\"mode\":\"auto\",\"limit\":\"8.00 "
+                                   "GiB\",\"wall_s\":12.346},\"devices\":[{\"device\":0,")),
+               0),
+            "%s", out);
+  const char *tail = "],\"still_allocated\":{\"blocks\":3,\"bytes\":2098688}}\n";
+  cr_assert(eq(str, out + strlen(out) - strlen(tail), (char *)tail), "%s", out);
+}
+
+Test(report_json, process_fields_left_out_and_rank_null_and_no_still_allocated_before_the_end) {
+  cp_report_process_t p = {.pid = 7, .rank = -1, .mode = "sync", .wall_s = -1};
+  char out[512];
+  capture_json_process(NULL, 0, &p, out, sizeof out);
+  cr_assert(eq(str, out,
+               "{\"version\":\"0.1.0\",\"process\":{\"pid\":7,\"rank\":null,\"mode\":\"sync\",\"limit\":\"none\"},"
+               "\"devices\":[]}\n"));
+}
+
+Test(report_json, process_strings_are_escaped) {
+  cp_report_process_t p = {.pid = 1, .rank = -1, .command = "a \"b\"\\c\n\x1b[31m\xc3\xa9", .mode = "auto",
+                           .wall_s = -1};
+  char out[512];
+  capture_json_process(NULL, 0, &p, out, sizeof out);
+  cr_assert(json_valid(out), "%s", out);
+  cr_assert(ne(ptr, strstr(out, "\"command\":\"a \\\"b\\\"\\\\c\\u000a\\u001b[31m\\u00c3\\u00a9\""), NULL), "%s",
+            out);
+}
+
+Test(report_text, still_allocated_lines_only_for_devices_with_live_blocks) {
+  cudapool_stats_t d[3] = {blank(0), blank(1), blank(4)};
+  d[0].allocated_blocks.current = 1, d[0].allocated_bytes.current = 512;
+  d[2].allocated_blocks.current = 2, d[2].allocated_bytes.current = 3 << 20;
+  FILE *f = tmpfile();
+  cr_assert(ne(ptr, f, NULL));
+  cp_report_still_allocated(f, d, 3);
+  rewind(f);
+  char out[1024];
+  out[fread(out, 1, sizeof out - 1, f)] = '\0';
+  fclose(f);
+  cr_assert(eq(str, out,
+               "cudapool: device 0: 1 block, 512 B still allocated at exit (never freed by the program)\n"
+               "cudapool: device 4: 2 blocks, 3.00 MiB still allocated at exit (never freed by the program)\n"));
+}
