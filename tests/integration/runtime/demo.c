@@ -62,5 +62,42 @@ Test(demo, enabled_shows_the_pool) {
   cr_assert(eq(int, it_count_lines(out, "  with cudapool: "), 1), "%s", out);
   cr_assert(eq(int, it_count_lines(out, "hit rate"), 1), "%s", out);
   cr_assert(eq(int, it_count_lines(out, "disabled"), 0), "%s", out);
+  cr_assert(eq(int, it_count_lines(out, "  wall:  the whole process"), 1), "%s", out);
+  cr_assert(eq(int, it_count_lines(out, "  loop:  the app's own clock"), 1), "%s", out);
+  cr_assert(eq(int, it_count_lines(out, "util = the first over the second"), 1), "%s", out);
+  it_free(&r);
+}
+
+/* Each command the demo shows ("== native: CMD", "== under cudapool: CMD")
+ * runs as shown from the source tree's root, as a new user would paste it:
+ * without the demo's own environment. */
+Test(demo, shown_commands_run_as_shown) {
+  it_result r;
+  const char *out;
+  cr_assert(eq(int, demo(&r, "", "", &out), 0), "%s", out);
+  static const char *const heads[] = {"== native: ", "== under cudapool: "};
+  for (int i = 0; i < 2; i++) {
+    const char *at = strstr(out, heads[i]);
+    cr_assert(ne(ptr, (void *)at, NULL), "%s", out);
+    at += strlen(heads[i]);
+    char shown[1024], cmd[4096];
+    size_t n = strcspn(at, "\n");
+    cr_assert(lt(sz, n, sizeof shown), "%s", out);
+    memcpy(shown, at, n);
+    shown[n] = '\0';
+    const char *san = getenv("CUDAPOOL_TEST_SAN_PRELOAD");
+    snprintf(cmd, sizeof cmd,
+             "env -u CUDAPOOL_DISABLE -u CUDAPOOL_LIB -u LD_LIBRARY_PATH LD_PRELOAD='%s' ASAN_OPTIONS=detect_leaks=0 "
+             "sh -c '%s --steps 5' 2>&1; echo \"exit=$?\"",
+             san != NULL ? san : "", shown);
+    it_result c;
+    memset(&c, 0, sizeof c);
+    const char *got = it_shell(&c, cmd);
+    cr_assert(ne(ptr, (void *)got, NULL));
+    cr_assert(ne(ptr, (void *)strstr(got, "legacy_app: total "), NULL), "%s\n%s", shown, got);
+    cr_assert(ne(ptr, (void *)strstr(got, "exit=0"), NULL), "%s\n%s", shown, got);
+    if (i == 1) cr_assert(ne(ptr, (void *)strstr(got, "cudaMalloc from cudapool"), NULL), "%s\n%s", shown, got);
+    it_free(&c);
+  }
   it_free(&r);
 }
