@@ -4,6 +4,7 @@
 #   make test-sanitize the tests again under ASan+UBSan, the threaded ones under TSan
 #   make bench         core benchmarks on the simulated device
 #   make demo          the bundled demo workload natively and under cudapool
+#   make wheel         a pip wheel with the library, the launcher and the tools inside
 #   make install PREFIX=/usr/local [DESTDIR=...]   make uninstall (the same)
 #   make V=1 ...       show every command in full (default: one short line each)
 # Each component adds its targets from mk/<component>.mk.

@@ -16,3 +16,18 @@ else
 $(info python tests: $(PYTHON) not found, tests/python left out)
 endif
 export PYTHON
+
+# The wheel (scripts/make-wheel): the package with the library, the launcher
+# and the tools inside, tagged for the glibc the binaries need. make wheel
+# writes it to $(BUILD)/dist; tests/python/test_wheel.py installs it into a
+# fresh venv and runs python -m cudapool through it.
+WHEEL_STAMP := $(BUILD)/dist/.wheel
+$(WHEEL_STAMP): scripts/make-wheel $(SHIM_LIB) $(REPLAY_BIN) $(LIVE_BIN) scripts/cudapool scripts/cudapool-plot \
+                $(wildcard python/cudapool/*.py) python/README.md include/cudapool.h
+	@mkdir -p $(dir $@)
+	$(call say,WHEEL,$(BUILD)/dist)rm -f $(BUILD)/dist/cudapool-*.whl && scripts/make-wheel $(BUILD) $(BUILD)/dist >/dev/null
+	@touch $@
+.PHONY: wheel
+wheel: $(WHEEL_STAMP)
+	@ls $(BUILD)/dist/cudapool-*.whl
+ALL_TARGETS += $(WHEEL_STAMP)

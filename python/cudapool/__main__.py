@@ -8,8 +8,10 @@ second copy here could drift from both. The launcher also finds
 libcudapool.so (CUDAPOOL_LIB, else next to itself) and keeps sanitizer
 runtimes first in LD_PRELOAD.
 
-The launcher is looked for in $CUDAPOOL_LAUNCHER, then in the source tree
-this package is in (python/cudapool/ -> scripts/cudapool), then on PATH.
+The launcher is looked for in $CUDAPOOL_LAUNCHER, then inside this package
+(an installed wheel: cudapool/bin/cudapool, whose library is
+cudapool/lib/libcudapool.so), then in the source tree this package is in
+(python/cudapool/ -> scripts/cudapool), then on PATH.
 Without one: exit status 127 and what to do.
 """
 
@@ -23,9 +25,10 @@ def find_launcher():
     if env:
         return env if os.access(env, os.X_OK) else None
     here = os.path.dirname(os.path.abspath(__file__))
-    src = os.path.normpath(os.path.join(here, "..", "..", "scripts", "cudapool"))
-    if os.path.isfile(src) and os.access(src, os.X_OK):
-        return src
+    for src in (os.path.join(here, "bin", "cudapool"),
+                os.path.normpath(os.path.join(here, "..", "..", "scripts", "cudapool"))):
+        if os.path.isfile(src) and os.access(src, os.X_OK):
+            return src
     return shutil.which("cudapool")
 
 
