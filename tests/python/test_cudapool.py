@@ -429,7 +429,45 @@ current = None
 def change_current_allocator(a):
     global current
     current = a
+def _not_served(*args, **kwargs):
+    raise RuntimeError("CUDAPluggableAllocator does not yet support getDeviceStats")
+memory_stats = memory_allocated = max_memory_allocated = memory_reserved = _not_served
+max_memory_reserved = reset_peak_memory_stats = memory_summary = _not_served
 """
+
+# torch.cuda of the stand-in: the counters as PyTorch exports them there too,
+# and the current device.
+FAKE_TORCH_CUDA = """
+from . import memory
+from .memory import (memory_stats, memory_allocated, max_memory_allocated, memory_reserved,
+                     max_memory_reserved, reset_peak_memory_stats, memory_summary)
+def current_device():
+    return 0
+"""
+
+FAKE_TORCH_INIT = """
+from . import cuda
+class device:
+    def __init__(self, name):
+        kind, _, index = name.partition(":")
+        self.type, self.index = kind, int(index) if index else None
+"""
+
+
+class NoTorch(Child):
+    def test_use_as_allocator_without_pytorch_says_so_in_one_line(self):
+        r = self.result("""
+            import cudapool.torch
+            try:
+                cudapool.torch.use_as_allocator()
+                out(msg=None)
+            except ImportError as e:
+                out(msg=str(e))
+        """, extra_env={"PYTHONNOUSERSITE": "1"})
+        if r["msg"] is None:
+            self.skipTest("PyTorch is installed here")
+        self.assertIn("cudapool.torch needs PyTorch, which is not installed", r["msg"])
+        self.assertNotIn("\n", r["msg"])
 
 
 class Torch(Child):
@@ -439,9 +477,9 @@ class Torch(Child):
         pkg = os.path.join(self.dir, "torch")
         os.makedirs(os.path.join(pkg, "cuda"))
         with open(os.path.join(pkg, "__init__.py"), "w") as f:
-            f.write("from . import cuda\n")
+            f.write(FAKE_TORCH_INIT)
         with open(os.path.join(pkg, "cuda", "__init__.py"), "w") as f:
-            f.write("from . import memory\n")
+            f.write(FAKE_TORCH_CUDA)
         with open(os.path.join(pkg, "cuda", "memory.py"), "w") as f:
             f.write(FAKE_TORCH)
 
@@ -478,6 +516,53 @@ class Torch(Child):
         self.assertEqual(r["found"], os.path.realpath(LIB))
         self.assertTrue(r["same"])
         self.assertEqual(r["calls"], 0)
+
+    def counters(self, preload):
+        code = """
+            sys.path.insert(0, %r)
+            import cudapool.torch, torch
+            a = cudapool.torch.use_as_allocator(%r)
+            p = a.alloc(3 << 20, 0, None)
+            q = a.alloc(1 << 20, 0, None)
+            a.free(q, 1 << 20, 0, None)
+            st = torch.cuda.memory_stats()
+            got = dict(allocated=torch.cuda.memory_allocated(), peak=torch.cuda.max_memory_allocated(0),
+                       reserved=torch.cuda.memory.memory_reserved("cuda:0"),
+                       max_reserved=torch.cuda.max_memory_reserved(torch.device("cuda:0")),
+                       stats_peak=st["allocated_bytes.all.peak"], stats_cur=st["allocated_bytes.all.current"],
+                       blocks=st["allocation.all.current"], ooms=st["num_ooms"], sorted=list(st) == sorted(st),
+                       summary="allocated_bytes.all.current" in torch.cuda.memory_summary())
+            torch.cuda.reset_peak_memory_stats()
+            got["peak_after_reset"] = torch.cuda.max_memory_allocated()
+            lib = ctypes.CDLL(%r)
+            from cudapool import _layout
+            lists, _ = _layout.load(lib)
+            S = _layout.make_struct(lists)
+            s = S(); s.size = ctypes.sizeof(S); s.version = lists["version"]
+            lib.cudapool_stats(0, ctypes.byref(s))
+            got["own_allocated"], got["own_peak"] = s.allocated_bytes.current, s.allocated_bytes.peak
+            got["own_reserved"] = s.reserved_bytes.current
+            a.free(p, 3 << 20, 0, None)
+            out(**got)
+        """ % (self.dir, LIB, LIB)
+        return self.result(code, preload=preload)
+
+    def test_pytorch_counters_answer_from_cudapool_with_and_without_the_preload(self):
+        for preload in (False, True):
+            r = self.counters(preload)
+            self.assertEqual(r["allocated"], 3 << 20, r)
+            self.assertEqual(r["stats_cur"], 3 << 20, r)
+            self.assertEqual(r["peak"], 4 << 20, r)
+            self.assertEqual(r["stats_peak"], 4 << 20, r)
+            self.assertEqual(r["blocks"], 1, r)
+            self.assertEqual(r["ooms"], 0, r)
+            self.assertTrue(r["sorted"], r)
+            self.assertTrue(r["summary"], r)
+            self.assertEqual(r["reserved"], r["own_reserved"], r)
+            self.assertGreaterEqual(r["max_reserved"], r["reserved"], r)
+            self.assertEqual(r["peak_after_reset"], 3 << 20, r)
+            self.assertEqual(r["own_allocated"], 3 << 20, r)
+            self.assertEqual(r["own_peak"], 3 << 20, r)
 
     def test_library_path_takes_cudapool_library_without_the_preload(self):
         link = os.path.join(self.dir, "libcudapool.so")
