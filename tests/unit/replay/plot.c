@@ -54,3 +54,48 @@ Test(plot, timeline_png_of_a_trace_with_an_oom) {
   fclose(f);
   cr_assert(eq(int, memcmp(magic, "\x89PNG\r\n\x1a\n", 8), 0));
 }
+
+/* Usage errors exit 2 and say what is missing; a trace the replayer refuses
+ * exits non-zero naming the trace, never the plotter's own temporary files;
+ * the unit follows the data (a 40 MiB limit is drawn in MiB). */
+Test(plot, usage_errors_exit_2_and_failures_name_the_trace_not_temporary_files) {
+  char root[PATH_MAX], bin[PATH_MAX], cmd[3 * PATH_MAX], *out = NULL;
+  cr_assert(eq(int, ru_repo_root(root, sizeof root), 0));
+  cr_assert(eq(int, ru_replay_bin(bin, sizeof bin), 0));
+  snprintf(cmd, sizeof cmd, "'%s/scripts/cudapool-plot' --check 2>&1", root);
+  if (ru_run(cmd, &out) == 3) {
+    free(out);
+    cr_skip_test("matplotlib is not installed");
+  }
+  free(out);
+  char trace[128], png[128];
+  snprintf(trace, sizeof trace, "%s/t.csv", dir);
+  snprintf(png, sizeof png, "%s/t.png", dir);
+  snprintf(cmd, sizeof cmd, "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' '%s' 2>&1", bin, root, trace);
+  cr_expect(eq(int, ru_run(cmd, &out), 2), "%s", out);
+  cr_expect(ne(ptr, strstr(out, "cudapool-plot: no output file given (-o OUT.png)"), NULL), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' -o '%s' 2>&1", bin, root, png);
+  cr_expect(eq(int, ru_run(cmd, &out), 2), "%s", out);
+  cr_expect(ne(ptr, strstr(out, "cudapool-plot: no trace given"), NULL), "%s", out);
+  free(out);
+  FILE *f = fopen(trace, "w");
+  fputs("this is not a trace\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' '%s' -o '%s' 2>&1", bin, root, trace,
+           png);
+  int rc = ru_run(cmd, &out);
+  cr_expect(ne(int, rc, 0), "%s", out);
+  cr_expect(ne(ptr, strstr(out, "cudapool-plot: cannot replay "), NULL), "%s", out);
+  cr_expect(eq(ptr, strstr(out, "cudapool-plot-"), NULL), "a temporary path in: %s", out);
+  cr_expect(eq(ptr, strstr(out, "--timeline"), NULL), "an internal command line in: %s", out);
+  free(out);
+  f = fopen(trace, "w");
+  fputs("Thread,Time,Action,Pointer,Size,Stream\n1,0.0,allocate,0x1000,12582912,(nil)\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' '%s' -o '%s' --limit 40M 2>&1", bin,
+           root, trace, png);
+  cr_assert(eq(int, ru_run(cmd, &out), 0), "%s", out);
+  cr_expect(ne(ptr, strstr(out, " MiB)"), NULL), "the unit of a 40 MiB trace: %s", out);
+  free(out);
+}
