@@ -9,8 +9,9 @@
 #   share/man/man1/cudapool.1  from docs/cudapool.1
 # The layout under PREFIX is fixed: the installed launcher finds the library
 # as ../lib/libcudapool.so from its own folder. uninstall removes exactly
-# these files (of this version) and leaves the folders, which other
-# packages may share. A fragment with another program to install adds it
+# these files (of this version), then each of those folders that is left
+# empty (deepest first; one another package still uses stays, and PREFIX
+# itself always does). A fragment with another program to install adds it
 # to INSTALL_PROGRAMS before this file is included (Makefile includes it
 # last).
 
@@ -53,3 +54,6 @@ uninstall:
 	$(check_prefix)
 	$(call say,RM,$(DESTDIR)$(PREFIX): the files install put there)rm -f \
 	  $(foreach f,$(INSTALLED_FILES),'$(f)')
+	$(Q)for d in '$(INSTALL_MANDIR)' '$(DESTDIR)$(PREFIX)/share/man' '$(DESTDIR)$(PREFIX)/share' \
+	  '$(INSTALL_PCDIR)' '$(INSTALL_LIBDIR)' '$(INSTALL_INCDIR)' '$(INSTALL_BINDIR)'; do \
+	  [ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d"; done

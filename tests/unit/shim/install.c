@@ -239,7 +239,8 @@ Test(install, pkg_config_builds_a_program_against_the_control_api) {
 }
 
 /* uninstall removes what install put there and nothing else: another
- * package's files in the same folders stay. */
+ * package's files in the same folders stay, and so do those folders; the
+ * folders it leaves empty go (PREFIX itself stays). */
 Test(install, uninstall_removes_exactly_what_install_put_there) {
   char out[8192], cmd[2 * PATH_MAX];
   fmt(cmd, sizeof cmd,
@@ -251,6 +252,9 @@ Test(install, uninstall_removes_exactly_what_install_put_there) {
   cr_assert(eq(int, make("uninstall", PREFIX, out, sizeof out), 0), "%s", out);
   listing(out, sizeof out);
   cr_assert(eq(str, out, "f 644 " D "/bin/other \nf 644 " D "/lib/libother.so.1"));
+  fmt(cmd, sizeof cmd, "cd '%s' && find . -type d | LC_ALL=C sort", destdir);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0), "%s", out);
+  cr_assert(eq(str, out, ".\n./opt\n" D "\n" D "/bin\n" D "/lib"), "the folders left: %s", out);
   /* Again: nothing left to remove is not an error. */
   cr_assert(eq(int, make("uninstall", PREFIX, out, sizeof out), 0), "%s", out);
 }
