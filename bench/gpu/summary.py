@@ -279,7 +279,7 @@ def torch_rows(work, table, results):
     # cost. PyTorch's cudaMallocAsync backend natively and under cudapool, and
     # cudapool as PyTorch's pluggable allocator: extra rows when they ran.
     allocs = base + ("runtime", "async", "async-cudapool", "pluggable")
-    for wl in ("transformer", "gpt2", "convnext_tiny", "densenet121", "resnet50"):
+    for wl in ("transformer", "gpt2", "convnext_tiny", "densenet121", "resnet50", "efficientnet_b0", "vit_b_16"):
         runs = {}
         for a in allocs:
             text = read(os.path.join(work, "torch-%s-%s.json" % (wl, a))).strip()
@@ -381,6 +381,38 @@ def expandable_row(work, table, results, wl, caching):
     if missed:
         detail += "  [missed: %s]" % ", ".join(missed)
     table.add("FAIL" if not same else "MISS" if missed else "MET", "torch %s expandable" % wl, detail)
+    versus_pytorch_expandable(work, table, results, wl, e)
+
+
+GOAL_VS_TORCH_EXPANDABLE = 0.97  # issue 25: at most 0.97x PyTorch's expandable_segments:True
+
+
+def versus_pytorch_expandable(work, table, results, wl, ours):
+    """cudapool's expandable run against PyTorch's own allocator with
+    expandable_segments:True: process peak (nvidia-smi's view) <= 0.97x."""
+    text = read(os.path.join(work, "torch-%s-caching-expandable.json" % wl)).strip()
+    if not text:
+        return
+    try:
+        theirs = json.loads(text.splitlines()[-1])
+    except ValueError:
+        table.add("FAIL", "torch %s vs expandable_segments" % wl, "unparsable output")
+        return
+    results.setdefault("pytorch", {}).setdefault(wl, {})["caching-expandable"] = theirs
+    tp, op = theirs.get("process_peak_bytes"), ours.get("process_peak_bytes")
+    tr, orr = theirs.get("peak_reserved_bytes"), ours.get("peak_reserved_bytes")
+    tt, ot = theirs.get("step_ms_median"), ours.get("step_ms_median")
+    if not (tp and op and tt and ot):
+        table.add("SKIP", "torch %s vs expandable_segments" % wl, "a run is missing")
+        return
+    detail = "process %s vs PyTorch expandable %s (%.3f)" % (fmt_bytes(op), fmt_bytes(tp), op / tp)
+    if tr and orr:
+        detail += ", reserved %s vs %s (%.3f)" % (fmt_bytes(orr), fmt_bytes(tr), orr / tr)
+    detail += ", step %.1f vs %.1f ms (%.3f)" % (ot, tt, ot / tt)
+    missed = op > GOAL_VS_TORCH_EXPANDABLE * tp
+    if missed:
+        detail += "  [missed: process peak > %.2fx]" % GOAL_VS_TORCH_EXPANDABLE
+    table.add("MISS" if missed else "MET", "torch %s vs expandable_segments" % wl, detail)
 
 
 def main():

@@ -6,8 +6,11 @@
 # under the shim with expandable segments (CUDAPOOL_EXPANDABLE=1); with
 # PyTorch's cudaMallocAsync backend natively and under the shim (which then
 # serves its stream-ordered calls); and with cudapool as PyTorch's pluggable
-# allocator (python/cudapool/torch.py). GPU_CHECK_TORCH_ALLOCS picks the runs
-# (default: all eight). summary.py compares them.
+# allocator (python/cudapool/torch.py); PyTorch's own allocator with
+# expandable_segments:True (caching-expandable), the figure cudapool's
+# expandable run is held to. GPU_CHECK_TORCH_ALLOCS picks the runs (default:
+# all nine). summary.py compares them. GPU_CHECK_TORCH may also name
+# resnet50, efficientnet_b0 and vit_b_16 (bench/pytorch/cnn_train.py).
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
 
@@ -20,18 +23,18 @@ section_pytorch() {
   # GPU_CHECK_TORCH: the workloads to run (unset: all four; empty: none).
   local wl alloc
   local workloads=${GPU_CHECK_TORCH-transformer gpt2 convnext_tiny densenet121}
-  local allocs=${GPU_CHECK_TORCH_ALLOCS-caching off cudapool runtime expandable async async-cudapool pluggable}
+  local allocs=${GPU_CHECK_TORCH_ALLOCS-caching off cudapool runtime expandable caching-expandable async async-cudapool pluggable}
   # Every workload's headline pair (PyTorch's allocator, cudapool) first,
   # then the other runs: a budget spent on a slow host loses extra runs,
   # never a workload's comparison.
   for wl in $workloads; do
     for alloc in $allocs; do
-      case "$alloc" in caching | cudapool) torch_run "$wl" "$alloc" ;; esac
+      case "$alloc" in caching | cudapool | caching-expandable | expandable) torch_run "$wl" "$alloc" ;; esac
     done
   done
   for wl in $workloads; do
     for alloc in $allocs; do
-      case "$alloc" in caching | cudapool) ;; *) torch_run "$wl" "$alloc" ;; esac
+      case "$alloc" in caching | cudapool | caching-expandable | expandable) ;; *) torch_run "$wl" "$alloc" ;; esac
     done
   done
 }
@@ -58,6 +61,7 @@ torch_run() {
       shim_built || { record FAIL "torch $wl expandable run" "no shim"; return; }
       envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_EXPANDABLE=1) ;;
     async) envs+=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
+    caching-expandable) envs+=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ;;
     async-cudapool | pluggable)
       shim_built || { record FAIL "torch $wl $alloc run" "no shim"; return; }
       if [ "$alloc" = pluggable ]; then
