@@ -1,5 +1,8 @@
 /* check.c: cp_pool_check, every invariant of the pool verified from scratch
- * (for tests and the randomized checker; O(blocks), never on a hot path). */
+ * (for tests and the randomized checker; O(blocks), never on a hot path).
+ * Testing only (check.h): never linked into libcudapool.so.
+ * Locking: takes each arena's lock in turn, as the pool's own readers do. */
+#include "check.h"
 #include "pool_internal.h"
 #include "util.h"
 
