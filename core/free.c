@@ -3,8 +3,8 @@
  * the block; it never calls the backend. The free of a thread cache's
  * blocks (front.c) ends here too, through cp_release_active.
  *
- * A free goes to the arena whose segment holds the address: each is asked
- * in turn, and those that do not hold it answer ENOENT untouched.
+ * A free goes to the one arena whose segment holds the address: the owned
+ * table names it (cp_arenas_owning, owned.c); the others are not asked.
  * Errors leave the pool untouched: ENOENT, no segment of the pool holds the
  * address; EINVAL, one does but no live block starts there.
  *
@@ -65,12 +65,12 @@ int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream
   return rc;
 }
 
-/* A block belongs to the arena one of whose segments holds it: the others
- * answer ENOENT and leave everything as it was. */
+/* The arena whose segment holds addr (the owned table names it; when it
+ * cannot, each in turn answers ENOENT, leaving everything as it was). */
 static int free_in_owner(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key,
                          unsigned flags) {
   int rc = ENOENT;
-  cp_for_each_arena(pool, main) {
+  cp_for_each_arena_owning(pool, main, addr) {
     pthread_mutex_lock(&pool->lock);
     if ((rc = cp_free_and_unlock(pool, addr, restream, key, flags)) != ENOENT) break;
   }

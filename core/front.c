@@ -249,9 +249,10 @@ static __attribute__((noinline)) void spill_half(cp_pool_t *pool, cp_front_t *f)
   cp_settle_and_unlock(pool);
 }
 
+/* The free under the lock of the arena that owns addr (f: the thread's
+ * cache of it, or NULL). */
 static __attribute__((noinline)) int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr,
                                                const uint64_t *restream, uint64_t key, unsigned flags) {
-  if (!cp_owned_maybe(addr)) return ENOENT; /* no pool's: no lock for each arena */
   pthread_mutex_lock(&pool->lock);
   cp_front_drain_deferred(pool); /* frees this thread deferred came first */
   if (f) {
@@ -278,17 +279,26 @@ static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, int i) {
                                                 memory_order_relaxed));
 }
 
-/* restream as cp_free_locked's: a block that changes stream takes the slow path. */
-static inline __attribute__((always_inline)) int
-front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
-  cp_front_t *f = front_find(pool);
-  if (!f || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed))
-    return free_slow(pool, f, addr, restream, key, flags);
+enum { NOT_LENT = -1 }; /* front_free's answer for a block its cache did not lend */
+
+/* The free of a block the thread's cache f of `pool` lent: into the cache
+ * (same key), onto the pool's deferred stack (no key), or to the pool's
+ * lock. NOT_LENT when the cache did not lend it (or may not serve: flags,
+ * caches off). restream as cp_free_locked's: a block that changes stream
+ * takes the slow path. */
+static inline __attribute__((always_inline)) int front_free(cp_pool_t *pool, cp_front_t *f, uintptr_t addr,
+                                                            const uint64_t *restream, uint64_t key,
+                                                            unsigned flags) {
+  if (!f || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed)) return NOT_LENT;
   for (;;) {
     front_lock(f);
     int i = lent_find(f, addr);
     cp_block_t *b = i >= 0 ? lent_at(f, i) : NULL;
-    bool same_stream = b && (!restream || *restream == b->stream);
+    if (!b) {
+      front_unlock(f);
+      return NOT_LENT;
+    }
+    bool same_stream = !restream || *restream == b->stream;
     /* Deferred only while nothing of the cache's fast paths waits to be
      * folded: the pool then counts this free after everything before it. */
     if (same_stream && !key && !f->n_alloc && !f->n_freed) {
@@ -315,27 +325,32 @@ front_free(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t k
   }
 }
 
-/* The thread's own arena first (where it allocates, and so mostly frees),
- * then the others: a block belongs to the arena whose segment holds it. */
-static __attribute__((noinline)) int free_in_other_arenas(cp_pool_t *main, cp_pool_t *home, uintptr_t addr,
-                                                          const uint64_t *restream, uint64_t key,
-                                                          unsigned flags) {
-  if (!cp_owned_maybe(addr)) return ENOENT; /* no arena's: not even their caches' locks */
+/* A free the thread's home cache (`checked`) did not take: one lookup in
+ * the owned table names the arena whose segment holds addr, and the free
+ * goes there (that arena's cache of this thread, if it lent the block, else
+ * its pool). No arena's segment: ENOENT with no lock taken. Only when the
+ * table cannot tell (a granule two arenas share) is each arena asked in
+ * turn, and those that do not hold it answer ENOENT untouched. */
+static __attribute__((noinline)) int free_in_owner(cp_pool_t *main, const cp_front_t *checked, uintptr_t addr,
+                                                   const uint64_t *restream, uint64_t key, unsigned flags) {
   int rc = ENOENT;
-  cp_for_each_arena(a, main) {
-    if (a != home) rc = front_free(a, addr, restream, key, flags);
+  cp_for_each_arena_owning(pool, main, addr) {
+    cp_front_t *f = front_find(pool);
+    rc = f == checked ? NOT_LENT : front_free(pool, f, addr, restream, key, flags);
+    if (rc == NOT_LENT) rc = free_slow(pool, f, addr, restream, key, flags);
     if (rc != ENOENT) break;
   }
   return rc;
 }
 
+/* The thread's own arena's cache first: where it allocates, and so mostly
+ * frees, without a lookup. */
 static inline __attribute__((always_inline)) int
 arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
   cp_pool_t *home = cp_arena_home(main);
-  int rc = front_free(home, addr, restream, key, flags);
-  if (rc == ENOENT && atomic_load_explicit(&main->has_arenas, memory_order_relaxed))
-    rc = free_in_other_arenas(main, home, addr, restream, key, flags);
-  return rc;
+  cp_front_t *f = front_find(home);
+  int rc = front_free(home, f, addr, restream, key, flags);
+  return rc != NOT_LENT ? rc : free_in_owner(main, f, addr, restream, key, flags);
 }
 
 int cp_front_free(cp_pool_t *main, uintptr_t addr, uint64_t key, unsigned flags) {

@@ -6,7 +6,8 @@
  * arena table). An arena (struct cp_pool) is one lock with what it guards:
  * the two subpools, the segments, the pointer map, the free order and
  * fences, the thread caches. The main pool is the device pool's first
- * arena; cp_for_each_arena visits them all.
+ * arena; cp_for_each_arena visits them all, cp_for_each_arena_owning only
+ * the one the owned table names for an address.
  *
  * Locking: an arena's `lock` guards its fields. Public functions (pool.h)
  * take it; functions declared below expect it held unless they say not.
@@ -21,7 +22,7 @@
  * (barriers, fences, synchronisations), limits.c (limit, budget, trim),
  * segment.c and pages.c (backend memory), front.c and front_flush.c (thread
  * caches), arena.c (a thread's arena, the shared free order), stats.c,
- * owned.c (which addresses any pool may own, without a lock). */
+ * owned.c (which arena owns an address, without a lock). */
 #ifndef CUDAPOOL_CORE_POOL_INTERNAL_H
 #define CUDAPOOL_CORE_POOL_INTERNAL_H
 
@@ -305,6 +306,24 @@ static inline cp_pool_t *const *cp_arenas_all(const cp_pool_t *main, cp_pool_t *
   *end = first + cp_arena_count(main);
   return first;
 }
+/* The arenas of main that may own addr, the same way: the one the owned
+ * table names, every arena when it cannot tell (a granule two arenas'
+ * segments share), none when no segment of main covers addr. No lock. */
+static inline cp_pool_t *const *cp_arenas_owning(const cp_pool_t *main, uintptr_t addr,
+                                                 cp_pool_t *const **end) {
+  const void *owner = cp_owned_lookup(addr);
+  cp_pool_t *const *at = cp_arenas_all(main, end);
+  if (owner == CP_OWNED_ANY) return at;
+  /* The owner's address is compared, never read: it may be another
+   * device's pool. */
+  for (; owner && at < *end; at++)
+    if (*at == owner) {
+      *end = at + 1;
+      return at;
+    }
+  *end = at;
+  return at;
+}
 #define CP_ARENA_RANGE_LOOP(a, range)                                                               \
   for (cp_pool_t *a = NULL, *const *a##_end_ = NULL, *const *a##_at_ = (range); a##_at_ < a##_end_; \
        a##_at_++)                                                                                   \
@@ -312,6 +331,9 @@ static inline cp_pool_t *const *cp_arenas_all(const cp_pool_t *main, cp_pool_t *
     } else
 /* for (cp_pool_t *a: every arena of main) */
 #define cp_for_each_arena(a, main) CP_ARENA_RANGE_LOOP(a, cp_arenas_all((main), &a##_end_))
+/* for (cp_pool_t *a: the arenas of main that may own addr); usually one, or none. */
+#define cp_for_each_arena_owning(a, main, addr) \
+  CP_ARENA_RANGE_LOOP(a, cp_arenas_owning((main), (addr), &a##_end_))
 
 /* ---- stats.c ------------------------------------------------------------------------ */
 

@@ -2,8 +2,8 @@
  * (cp_block_size), the block any address lies in as the program sees it
  * (cp_block_find), and the streams a block is used on (cp_record_stream).
  *
- * An address no pool's segment covers (owned.c) takes no lock; any other
- * is looked up in each arena in turn.
+ * One lookup: the owned table names the arena whose segment holds the
+ * address (cp_arenas_owning); only that arena's lock is taken.
  *
  * Locking: each call takes that arena's lock; a block lent to a thread
  * cache is taken back from it (its lock, under the arena's) when the answer
@@ -28,9 +28,8 @@ static size_t block_size_one(cp_pool_t *pool, uintptr_t addr) {
 }
 
 size_t cp_block_size(cp_pool_t *main, uintptr_t addr) {
-  if (!cp_owned_maybe(addr)) return 0;
   size_t size = 0;
-  cp_for_each_arena(pool, main) if ((size = block_size_one(pool, addr))) break;
+  cp_for_each_arena_owning(pool, main, addr) if ((size = block_size_one(pool, addr))) break;
   return size;
 }
 
@@ -54,9 +53,8 @@ static int block_find_one(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out)
 }
 
 int cp_block_find(cp_pool_t *main, uintptr_t addr, cp_block_info_t *out) {
-  if (!cp_owned_maybe(addr)) return ENOENT;
   int rc = ENOENT;
-  cp_for_each_arena(pool, main) if ((rc = block_find_one(pool, addr, out)) != ENOENT) break;
+  cp_for_each_arena_owning(pool, main, addr) if ((rc = block_find_one(pool, addr, out)) != ENOENT) break;
   return rc;
 }
 
@@ -86,8 +84,7 @@ static int record_stream_one(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
 }
 
 int cp_record_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream) {
-  if (!cp_owned_maybe(addr)) return ENOENT;
   int rc = ENOENT;
-  cp_for_each_arena(pool, main) if ((rc = record_stream_one(pool, addr, stream)) != ENOENT) break;
+  cp_for_each_arena_owning(pool, main, addr) if ((rc = record_stream_one(pool, addr, stream)) != ENOENT) break;
   return rc;
 }
