@@ -25,7 +25,7 @@
 
 #include "bench_util.h"
 #include "pool.h"
-#include "sim_backend.h"
+#include "testing/sim_backend.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)

@@ -23,8 +23,8 @@
  *     up to its mark (it orders all earlier work on every stream): each
  *     arena's share is published in its covered_pub, and applied at its
  *     next decision (cp_arena_catch_up);
- *   - the limit: bytes are claimed from one reserved count before the
- *     backend is called, so arenas growing at once never pass it together;
+ *   - the limit (its budget and checks live in limits.c): bytes are
+ *     claimed from one reserved count before the backend is called, so arenas growing at once never pass it together;
  *     the bytes allocated are counted for all of them (each arena's
  *     exact allocated_now, and a shared sum each arena adds to once per
  *     CP_ALLOCATED_SLACK of change: a check far from the limit reads the
@@ -39,9 +39,9 @@
  * n_arenas counts it; an arena's covered_pub <= its seq_pub = its free_seq;
  * its allocated_now = its allocated bytes, less than CP_ALLOCATED_SLACK
  * from what it added to shared->allocated_approx, which is the sum of what
- * they added (check.c checks them all).
+ * they added (core/testing/check.c checks them all).
  * Locking: arenas_lock comes before any pool lock; a thread holds at most
- * one arena's lock, except the main pool's fronts_lock order (front.c). */
+ * one arena's lock, except the main pool's cp_fronts_lock order (front.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -79,63 +79,13 @@ void cp_shared_fini(cp_pool_t *pool) {
   free(pool->shared);
 }
 
-/* ---- the limit ------------------------------------------------------------------ */
-
-bool cp_budget_claim(cp_pool_t *pool, size_t bytes) {
-  cp_shared_t *sh = pool->shared;
-  size_t limit = pool->cfg.limit;
-  size_t now = atomic_load_explicit(&sh->reserved, memory_order_relaxed);
-  do {
-    if (limit != CP_NO_LIMIT && (bytes > limit || now > limit - bytes)) return false;
-  } while (!atomic_compare_exchange_weak_explicit(&sh->reserved, &now, now + bytes, memory_order_relaxed,
-                                                  memory_order_relaxed));
-  return true;
-}
-
-/* The peak counts only what the backend gave: a claim whose call failed
- * (a full device) never held memory. */
-void cp_budget_commit(cp_pool_t *pool, size_t bytes) {
-  cp_shared_t *sh = pool->shared;
-  size_t held = atomic_fetch_add_explicit(&sh->held, bytes, memory_order_relaxed) + bytes;
-  size_t peak = atomic_load_explicit(&sh->held_peak, memory_order_relaxed);
-  while (held > peak && !atomic_compare_exchange_weak_explicit(&sh->held_peak, &peak, held,
-                                                               memory_order_relaxed, memory_order_relaxed)) {
-  }
-}
-
-void cp_budget_return(cp_pool_t *pool, size_t bytes) {
-  atomic_fetch_sub_explicit(&pool->shared->reserved, bytes, memory_order_relaxed);
-}
-
-void cp_budget_release(cp_pool_t *pool, size_t bytes) {
-  atomic_fetch_sub_explicit(&pool->shared->held, bytes, memory_order_relaxed);
-  cp_budget_return(pool, bytes);
-}
-
-size_t cp_budget_reserved(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->reserved, memory_order_relaxed);
-}
-
-size_t cp_budget_held(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->held, memory_order_relaxed);
-}
-
-size_t cp_budget_held_peak(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->held_peak, memory_order_relaxed);
-}
-
-void cp_budget_reset_peak(cp_pool_t *pool) {
-  atomic_store_explicit(&pool->shared->held_peak, cp_budget_held(pool), memory_order_relaxed);
-}
-
 /* ---- barriers ------------------------------------------------------------------- */
 
 /* Acquire: a free whose number a mark holds happened before the barrier
  * that mark is taken for, and so did the work submitted before that free. */
 void cp_arena_marks(cp_pool_t *pool, cp_mark_t *out) {
-  out->n = cp_arena_count(pool);
-  for (unsigned i = 0; i < out->n; i++)
-    out->seq[i] = atomic_load_explicit(&cp_arena_at(pool, i)->seq_pub, memory_order_acquire);
+  out->n = 0;
+  cp_for_each_arena(a, pool) out->seq[out->n++] = atomic_load_explicit(&a->seq_pub, memory_order_acquire);
 }
 
 void cp_arena_publish_barrier(cp_pool_t *pool, const cp_mark_t *mark) {
@@ -206,11 +156,7 @@ static cp_pool_t *arena_make_locked(cp_pool_t *main) {
 /* The thread leaves `from`: the first other arena whose lock is free, else a
  * new one, its lock held; NULL: it stays. */
 static cp_pool_t *arena_move(cp_pool_t *main, cp_pool_t *from) {
-  unsigned n = cp_arena_count(main);
-  for (unsigned i = 0; i < n; i++) {
-    cp_pool_t *a = cp_arena_at(main, i);
-    if (a != from && pthread_mutex_trylock(&a->lock) == 0) return a;
-  }
+  cp_for_each_arena(a, main) if (a != from && pthread_mutex_trylock(&a->lock) == 0) return a;
   return arena_make_locked(main);
 }
 
@@ -239,13 +185,4 @@ cp_pool_t *cp_arena_lock(cp_pool_t *main, cp_pool_t *pool) {
   }
   pthread_mutex_lock(&pool->lock);
   return pool;
-}
-
-size_t cp_arenas_reclaim(cp_pool_t *main, cp_pool_t *except) {
-  size_t released = 0;
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
-    cp_pool_t *a = cp_arena_at(main, i);
-    if (a != except) released += cp_empty_cache_one(a);
-  }
-  return released;
 }

@@ -3,7 +3,7 @@
  * The core knows nothing of CUDA. It talks to a device only through this
  * table of function pointers (the shape of rpmalloc's rpmalloc_interface_t):
  * the shim plugs in CUDA, tests and replay plug in the simulated device of
- * sim_backend.h.
+ * testing/sim_backend.h.
  *
  * Contract of each entry:
  * - alloc: reserve `size` bytes on `device`, store the address in *out.

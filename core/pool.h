@@ -196,8 +196,4 @@ void cp_get_config(cp_pool_t *pool, cp_config_t *out);
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);
 void cp_reset_peak(cp_pool_t *pool);
 
-/* Check every invariant (segments tiled by blocks, no adjacent ready blocks,
- * indexes and stats consistent). 0 when all hold, else writes what broke. */
-int cp_pool_check(cp_pool_t *pool, char *why, size_t why_len);
-
 #endif

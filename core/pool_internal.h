@@ -1,11 +1,28 @@
 /* pool_internal.h: the pool's state, shared by the core's .c files only.
  *
- * Locking: `lock` guards everything here. Public functions (pool.h) take it;
- * functions declared below expect it held.
+ * Two levels. A device pool is what the program's calls name (pool.h's
+ * cp_pool_t *, its main pool): the configuration, the observer, its arenas
+ * and what they share (cp_shared_t: barriers in flight, the budget, the
+ * arena table). An arena (struct cp_pool) is one lock with what it guards:
+ * the two subpools, the segments, the pointer map, the free order and
+ * fences, the thread caches. The main pool is the device pool's first
+ * arena; cp_for_each_arena visits them all, cp_for_each_arena_owning only
+ * the one the owned table names for an address.
  *
- * Ownership: the pool owns its segments, blocks and keyed trees. Block
+ * Locking: an arena's `lock` guards its fields. Public functions (pool.h)
+ * take it; functions declared below expect it held unless they say not.
+ *
+ * Ownership: the arena owns its segments, blocks and keyed trees. Block
  * structs are recycled through `spare` so that splitting never calls malloc
- * on the hot path once the pool is warm. */
+ * on the hot path once the pool is warm.
+ *
+ * Where each verb lives: config.c (defaults, rounding), pool.c (life cycle,
+ * observer), alloc.c (a request to a block), free.c (a free), query.c
+ * (what a pointer is), reuse.c (pending and ready blocks), sync.c
+ * (barriers, fences, synchronisations), limits.c (limit, budget, trim),
+ * segment.c and pages.c (backend memory), front.c and front_flush.c (thread
+ * caches), arena.c (a thread's arena, the shared free order), stats.c,
+ * owned.c (which arena owns an address, without a lock). */
 #ifndef CUDAPOOL_CORE_POOL_INTERNAL_H
 #define CUDAPOOL_CORE_POOL_INTERNAL_H
 
@@ -62,7 +79,7 @@ typedef struct cp_fence_rec {
  * The atomics live on their own cache lines: every arena writes them (the
  * free order and barrier coverage are each arena's own: cp_pool). */
 typedef struct cp_shared {
-  /* One barrier in flight on the device at a time (reuse.c): an arena that
+  /* One barrier in flight on the device at a time (sync.c): an arena that
    * needs one meanwhile waits for it, and issues the next only if it did
    * not cover its frees. Barriers reach every stream: issued one after
    * another by each arena, they queued behind each other in the driver. */
@@ -104,7 +121,7 @@ struct cp_pool {
   uint64_t free_seq;                 /* last sequence number handed out (this arena's own order) */
   uint64_t fenced_upto;              /* newest free_seq a fence covers */
   uint64_t completed_seq;            /* the device work of every free up to it has completed */
-  /* Barriers in flight (reuse.c, cp_try_barrier): one at a time is issued
+  /* Barriers in flight (sync.c, cp_try_barrier): one at a time is issued
    * without the lock; threads that need one meanwhile wait for it. */
   pthread_cond_t barrier_done; /* broadcast when the barrier in flight returns */
   bool barrier_in_flight;
@@ -141,11 +158,19 @@ struct cp_pool {
   _Atomic uint64_t covered_pub;
 };
 
-/* block structs */
+static inline bool cp_is_pow2(size_t x) { return x && !(x & (x - 1)); }
+
+/* ---- config.c --------------------------------------------------------------------- */
+
+bool cp_config_valid(const cp_config_t *cfg);
+
+/* ---- pool.c: block structs -------------------------------------------------------- */
+
 cp_block_t *cp_block_new(cp_pool_t *pool);
 void cp_block_recycle(cp_pool_t *pool, cp_block_t *block);
 
-/* segments (segment.c) */
+/* ---- segment.c ---------------------------------------------------------------------- */
+
 int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out);
 void cp_segment_release(cp_pool_t *pool, cp_segment_t *seg);
 /* Unmap what is still mapped of an expandable segment (teardown) and give
@@ -156,7 +181,8 @@ size_t cp_release_idle_segments(cp_pool_t *pool);
 cp_segment_t *cp_segment_containing(cp_pool_t *pool, uintptr_t addr);
 void cp_segments_init(cp_pool_t *pool);
 
-/* expandable segments (pages.c) */
+/* ---- pages.c: expandable segments ------------------------------------------------ */
+
 /* Map the pages of [b->addr, b->addr+size) that are not mapped yet (b is in
  * an expandable segment), within the limit; *mapped says whether any was.
  * 0, ENOMEM (the limit, or the device is full) or the backend's error. */
@@ -176,7 +202,8 @@ bool cp_complete_all(cp_pool_t *pool, bool wait);
  * completed; true when none is left mapped. */
 bool cp_pages_release_segment(cp_pool_t *pool, cp_segment_t *seg);
 
-/* reuse (reuse.c) */
+/* ---- reuse.c: pending and ready blocks -------------------------------------------- */
+
 void cp_make_ready(cp_pool_t *pool, cp_block_t *block);
 void cp_pending_add(cp_pool_t *pool, cp_block_t *block, uint64_t key);
 void cp_pending_remove(cp_pool_t *pool, cp_block_t *block);
@@ -184,6 +211,12 @@ void cp_pending_remove(cp_pool_t *pool, cp_block_t *block);
  * its place in the free order and in its keyed tree. */
 void cp_pending_split(cp_pool_t *pool, cp_block_t *block, cp_block_t *rest);
 void cp_complete_upto(cp_pool_t *pool, uint64_t seq);
+/* Pending blocks of the subpool that (stream, key) may not take at once. */
+size_t cp_pending_not_usable(cp_subpool_t *sp, uint64_t stream, uint64_t key);
+cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size);
+
+/* ---- sync.c: barriers and fences ---------------------------------------------------- */
+
 /* What cp_try_barrier did: nothing (no barrier, or it failed), waited for
  * another thread's that covered every free before the call (the blocks it
  * made ready may have been taken since), or issued its own (what it made
@@ -197,15 +230,10 @@ void cp_drop_fences(cp_pool_t *pool, bool release);
 void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq);
 /* Record one fence covering every free so far, if none does yet. */
 bool cp_fence_everything(cp_pool_t *pool);
-/* Pending blocks of the subpool that (stream, key) may not take at once. */
-size_t cp_pending_not_usable(cp_subpool_t *sp, uint64_t stream, uint64_t key);
-cp_block_t *cp_keyed_best_fit(cp_subpool_t *sp, uint64_t stream, uint64_t key, size_t size);
 
-/* pool.c, with the lock held */
+/* ---- alloc.c, with the lock held ------------------------------------------------- */
+
 int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, cp_block_t **out);
-int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags);
-void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned flags, bool counted);
-void cp_settle_and_unlock(cp_pool_t *pool);
 /* An allocation refused: counted, and reported to the observer. */
 void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream);
 /* While on, this thread's cp_alloc_locked leaves a refusal to its caller,
@@ -215,14 +243,32 @@ void cp_defer_refusal(bool on);
 /* Whether this thread's last cp_alloc_locked under cp_defer_refusal(true)
  * refused (rather than failing otherwise, as on no memory for its index). */
 bool cp_refusal_pending(void);
-/* cp_free_locked, then the lock released (settled first if the block went back). */
-int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
-                       unsigned flags);
 /* Whether the pool would hand `b` out whole for a request of rsize bytes
  * (same subpool, allowed by max_split, no split). */
 bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize);
 
-/* thread caches (front.c), with the pool lock held */
+/* ---- free.c, with the lock held --------------------------------------------------- */
+
+int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags);
+/* cp_free_locked, then the lock released (settled first if the block went back). */
+int cp_free_and_unlock(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key,
+                       unsigned flags);
+void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned flags, bool counted);
+/* The live block at addr in the arena's pointer map (ACTIVE: maybe lent to
+ * a thread cache, maybe freed there), never the map's anchor. */
+static inline cp_block_t *cp_find_active(cp_pool_t *pool, uintptr_t addr) {
+  cp_block_t *b;
+  HASH_FIND_PTR(pool->active, &addr, b);
+  return b == &pool->anchor ? NULL : b;
+}
+
+/* ---- limits.c ---------------------------------------------------------------------- */
+
+/* After blocks went back: the derived stats, the cache cap, then unlock. */
+void cp_settle_and_unlock(cp_pool_t *pool);
+
+/* ---- front_flush.c: thread caches, with the pool lock held ------------------------ */
+
 /* Fold every cache's figures into the stats and give back every block they
  * hold freed; true if any was given back. */
 bool cp_fronts_flush_all(cp_pool_t *pool);
@@ -239,7 +285,8 @@ void cp_fronts_update_on(cp_pool_t *pool);
 /* The pool goes away: its caches are left to their threads, empty. */
 void cp_fronts_orphan(cp_pool_t *pool);
 
-/* arenas (arena.c) */
+/* ---- the arenas of a device pool --------------------------------------------------- */
+
 /* The next pending block's place in this arena's free order. Published
  * with release: a barrier whose mark reads it covers the free. */
 static inline uint64_t cp_seq_next(cp_pool_t *pool) {
@@ -251,6 +298,50 @@ static inline unsigned cp_arena_count(const cp_pool_t *pool) {
   return atomic_load_explicit(&pool->shared->n_arenas, memory_order_acquire);
 }
 static inline cp_pool_t *cp_arena_at(const cp_pool_t *pool, unsigned i) { return pool->shared->arenas[i]; }
+
+/* Every arena of the device pool `main`, the main pool first, as a range
+ * of its arena table: [returned, *end). Arenas made later are not in it. */
+static inline cp_pool_t *const *cp_arenas_all(const cp_pool_t *main, cp_pool_t *const **end) {
+  cp_pool_t *const *first = main->shared->arenas;
+  *end = first + cp_arena_count(main);
+  return first;
+}
+/* The arenas of main that may own addr, the same way: the one the owned
+ * table names, every arena when it cannot tell (a granule two arenas'
+ * segments share), none when no segment of main covers addr. No lock. */
+static inline cp_pool_t *const *cp_arenas_owning(const cp_pool_t *main, uintptr_t addr,
+                                                 cp_pool_t *const **end) {
+  const void *owner = cp_owned_lookup(addr);
+  cp_pool_t *const *at = cp_arenas_all(main, end);
+  if (owner == CP_OWNED_ANY) return at;
+  /* The owner's address is compared, never read: it may be another
+   * device's pool. */
+  for (; owner && at < *end; at++)
+    if (*at == owner) {
+      *end = at + 1;
+      return at;
+    }
+  *end = at;
+  return at;
+}
+#define CP_ARENA_RANGE_LOOP(a, range)                                                               \
+  for (cp_pool_t *a = NULL, *const *a##_end_ = NULL, *const *a##_at_ = (range); a##_at_ < a##_end_; \
+       a##_at_++)                                                                                   \
+    if ((a = *a##_at_), false) {                                                                    \
+    } else
+/* for (cp_pool_t *a: every arena of main) */
+#define cp_for_each_arena(a, main) CP_ARENA_RANGE_LOOP(a, cp_arenas_all((main), &a##_end_))
+/* for (cp_pool_t *a: the arenas of main that may own addr); usually one, or none. */
+#define cp_for_each_arena_owning(a, main, addr) \
+  CP_ARENA_RANGE_LOOP(a, cp_arenas_owning((main), (addr), &a##_end_))
+
+/* ---- stats.c ------------------------------------------------------------------------ */
+
+void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
+void cp_stats_refresh_derived(cp_pool_t *pool);
+
+/* ---- limits.c: the budget, the limit, the cache cap ------------------------------- */
+
 /* Claim `bytes` of reserved memory for this arena's next backend call:
  * false when that would pass the limit. Then cp_budget_commit when the
  * backend gave them, else cp_budget_return; cp_budget_release when they go
@@ -265,7 +356,6 @@ size_t cp_budget_reserved(const cp_pool_t *pool);
 size_t cp_budget_held(const cp_pool_t *pool);
 size_t cp_budget_held_peak(const cp_pool_t *pool);
 void cp_budget_reset_peak(cp_pool_t *pool);
-void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
 #define CP_ALLOCATED_SLACK ((int64_t)64 << 20)
 /* allocated_bytes of this arena changed: what the other arenas read. */
 static inline void cp_allocated_publish(cp_pool_t *pool) {
@@ -280,9 +370,18 @@ static inline void cp_allocated_add(cp_pool_t *pool, int64_t delta) {
   cp_stat_add(&pool->stats.allocated_bytes, delta);
   cp_allocated_publish(pool);
 }
-/* Whether a request of rsize bytes would take every arena's allocated bytes
- * past the limit (then no memory, cached or new, may serve it). */
-bool cp_over_limit(cp_pool_t *pool, size_t rsize);
+/* Whether a request of `size` bytes would take every arena's allocated
+ * bytes past the limit (then no memory, cached or new, may serve it);
+ * cp_over_limit_rounded for a size already rounded. No lock needed. */
+bool cp_over_limit(cp_pool_t *pool, size_t size);
+bool cp_over_limit_rounded(cp_pool_t *pool, size_t rsize);
+/* Empty every arena but `except` (the out-of-memory path): bytes released. */
+size_t cp_arenas_reclaim(cp_pool_t *main, cp_pool_t *except);
+/* cp_empty_cache of one arena. */
+size_t cp_empty_cache_one(cp_pool_t *pool);
+
+/* ---- arena.c: arenas ---------------------------------------------------------------- */
+
 /* Pool lock held: what other arenas' barriers made ready here, made ready. */
 void cp_arena_catch_up(cp_pool_t *pool);
 /* Every arena's frees so far (their published seq): what a barrier issued
@@ -303,14 +402,6 @@ static inline cp_pool_t *cp_arena_home(cp_pool_t *main) {
 /* Lock the thread's arena `pool` of main, or, when it keeps finding that
  * lock taken, another (the thread moves): returns the arena locked. */
 cp_pool_t *cp_arena_lock(cp_pool_t *main, cp_pool_t *pool);
-/* Empty every arena but `except` (the out-of-memory path): bytes released. */
-size_t cp_arenas_reclaim(cp_pool_t *main, cp_pool_t *except);
-/* cp_empty_cache of one arena (pool.c). */
-size_t cp_empty_cache_one(cp_pool_t *pool);
-
-/* stats (stats.c) */
-void cp_stat_add(cudapool_gauge_t *g, int64_t delta);
-void cp_stats_refresh_derived(cp_pool_t *pool);
 
 static inline cp_subpool_t *cp_subpool_of(cp_pool_t *pool, bool small) {
   return small ? &pool->small : &pool->large;

@@ -97,7 +97,7 @@ int cp_segment_grow(cp_pool_t *pool, bool small, size_t rsize, cp_block_t **out)
       .base = base, .size = size, .small = small, .expandable = expandable, .mapped = mapped, .first = b};
   CP_LIST_INSERT_AFTER(pool->oldest, pool->newest, pool->newest, seg, older, newer);
   RB_INSERT(cp_segment_tree, &pool->segments, seg);
-  cp_owned_add(base, size);
+  cp_owned_add(base, size, pool);
   *b = (cp_block_t){.addr = base, .size = size, .segment = seg, .state = CP_BLOCK_READY};
   pool->block_count++;
   pool->free_block_count++;

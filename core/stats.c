@@ -66,8 +66,7 @@ void cp_get_stats(cp_pool_t *main, cudapool_stats_t *out) {
 }
 
 void cp_reset_peak(cp_pool_t *main) {
-  for (unsigned i = 0, n = cp_arena_count(main); i < n; i++) {
-    cp_pool_t *pool = cp_arena_at(main, i);
+  cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
     cp_fronts_fold_all(pool);
 #define RESET_PEAK(name, desc) pool->stats.name.peak = pool->stats.name.current;

@@ -1,13 +1,32 @@
-# core/: the pool, the size index, the simulated device. No CUDA headers.
+# core/: the pool and the size index; no CUDA headers. Every core/*.c goes
+# into libcudapool.so (mk/shim.mk links CORE_OBJS). core/testing/ holds the
+# test doubles (the simulated device, the invariant checker): a library of
+# its own, linked by the tests, benchmarks and tools only, never by the
+# product; scripts/check-testing-symbols (in TEST_BINS) proves it.
 CORE_SRCS := $(wildcard core/*.c)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
-CORE_LIB  := $(BUILD)/libcpcore.a
+CORE_PRODUCT_LIB := $(BUILD)/libcpcore.a
+CORE_TESTING_SRCS := $(wildcard core/testing/*.c)
+CORE_TESTING_OBJS := $(CORE_TESTING_SRCS:%.c=$(BUILD)/%.o)
+CORE_TESTING_LIB  := $(BUILD)/libcptesting.a
+# What the tests, benchmarks and tools link: the testing library first, as
+# it calls into the core.
+CORE_LIB := $(CORE_TESTING_LIB) $(CORE_PRODUCT_LIB)
 
 $(BUILD)/core/%.o: core/%.c $(wildcard core/*.h) include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) -c $< -o $@
 
-$(CORE_LIB): $(CORE_OBJS)
+$(BUILD)/core/testing/%.o: core/testing/%.c $(wildcard core/testing/*.h) $(wildcard core/*.h) \
+                           include/cudapool.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore -c $< -o $@
+
+$(CORE_PRODUCT_LIB): $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+
+$(CORE_TESTING_LIB): $(CORE_TESTING_OBJS)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
@@ -32,7 +51,11 @@ $(CORE_BENCH_BIN): bench/core_bench.c bench/bench_util.h $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
 
+# No symbol of core/testing in libcudapool.so nor in the objects linked into
+# it (it reads $(BUILD) from CUDAPOOL_TEST_BUILD, which make test exports).
+CORE_SYMBOLS_CHECK := scripts/check-testing-symbols
+
 ALL_TARGETS += $(CORE_LIB) $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_BENCH_BIN)
-TEST_BINS += $(CORE_TEST_BIN) $(CORE_TSAN_BIN)
+TEST_BINS += $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_SYMBOLS_CHECK)
 TSAN_TEST_BINS += $(CORE_TSAN_BIN)
 BENCH_CMDS += $(CORE_BENCH_BIN)

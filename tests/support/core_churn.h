@@ -16,7 +16,8 @@
 #include <stdint.h>
 
 #include "pool_internal.h" /* the pool's lock, to make threads move arenas */
-#include "sim_backend.h"
+#include "testing/check.h"
+#include "testing/sim_backend.h"
 
 #define CHURN_THREADS 8
 #define CHURN_OPS 20000

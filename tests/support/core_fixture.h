@@ -9,7 +9,8 @@
 #include <criterion/new/assert.h>
 
 #include "pool.h"
-#include "sim_backend.h"
+#include "testing/check.h"
+#include "testing/sim_backend.h"
 #include "bins.h"
 
 #define KiB ((size_t)1 << 10)

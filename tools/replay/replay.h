@@ -7,7 +7,7 @@
  *            so that the replay loop does no hashing; a file is streamed
  *            (each run reads it again through an rp_cursor_t), not held
  *   run.c    rp_trace_t + options -> rp_result_t by driving the real core
- *            (core/pool.h) on the simulated device (core/sim_backend.h)
+ *            (core/pool.h) on the simulated device (core/testing/sim_backend.h)
  * report.c prints results (text, JSON, the --compare table) and main.c is the
  * command line.
  *

@@ -26,7 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sim_backend.h"
+#include "testing/check.h"
+#include "testing/sim_backend.h"
 #include "util.h"
 
 #define MiB ((uint64_t)1 << 20)

@@ -55,6 +55,30 @@ static cp_pool_t *arena_holding(uintptr_t p) {
   return NULL;
 }
 
+/* One lookup: a free, a size or a find of a block goes to the arena that
+ * owns it and takes no other arena's lock. The test holds the thread's
+ * home arena's lock (arena 1): a path that tried it first would never
+ * return (the timeout fails it). */
+Test(arenas, a_free_goes_to_the_arena_owning_the_block_and_no_other, .timeout = 20) {
+  open_arenas(GiB, 0);
+  uintptr_t a = fr_alloc(4096, 1), c = fr_alloc(8192, 1);
+  uintptr_t b = alloc_moving_from(F.pool, 4096, 1);
+  cp_pool_t *home = cp_arena_at(F.pool, 1);
+  cr_assert(eq(ptr, cp_arena_home(F.pool), home));
+  cr_assert(eq(ptr, arena_holding(a), F.pool));
+  cr_assert(eq(ptr, (void *)cp_owned_lookup(a), F.pool), "the owned table names the main pool");
+  pthread_mutex_lock(&home->lock);
+  cr_assert(eq(sz, cp_block_size(F.pool, a), 4096));
+  cp_block_info_t info;
+  cr_assert(eq(int, cp_block_find(F.pool, a + 100, &info), 0));
+  cr_assert(eq(int, cp_record_stream(F.pool, c, 7), 0));
+  cr_assert(eq(int, cp_front_free(F.pool, a, 1, CP_FREE_DEVICE_IDLE), 0)); /* under the main pool's lock */
+  cr_assert(eq(int, cp_front_free(F.pool, a, 1, CP_FREE_DEVICE_IDLE), EINVAL), "a second free");
+  cr_assert(eq(int, cp_free(F.pool, c, 1, 0), 0));
+  pthread_mutex_unlock(&home->lock);
+  fx_free(b, 1);
+}
+
 Test(arenas, a_thread_that_finds_its_arena_locked_moves_and_serves_from_new_segments) {
   open_arenas(GiB, 0);
   uintptr_t a = fr_alloc(4096, 1);

@@ -1,5 +1,6 @@
 /* sim_backend.c: the simulated device (see sim_backend.h). Addresses come
- * from a sorted list of free ranges, first fit, 512-byte aligned. */
+ * from a sorted list of free ranges, first fit, 512-byte aligned. Testing
+ * only: linked into the tests, benchmarks and tools, never libcudapool.so. */
 #include "sim_backend.h"
 #include "util.h"
 

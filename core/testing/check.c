@@ -1,5 +1,8 @@
 /* check.c: cp_pool_check, every invariant of the pool verified from scratch
- * (for tests and the randomized checker; O(blocks), never on a hot path). */
+ * (for tests and the randomized checker; O(blocks), never on a hot path).
+ * Testing only (check.h): never linked into libcudapool.so.
+ * Locking: takes each arena's lock in turn, as the pool's own readers do. */
+#include "check.h"
 #include "pool_internal.h"
 #include "util.h"
 
@@ -138,8 +141,10 @@ int cp_pool_check(cp_pool_t *main, char *why, size_t n) {
   size_t reserved = 0;
   int64_t added = 0;
   int rc = 0;
-  for (unsigned i = 0, count = cp_arena_count(main); i < count && rc == 0; i++)
-    rc = check_one(cp_arena_at(main, i), i, why, n, &reserved, &added);
+  unsigned index = 0;
+  cp_for_each_arena(pool, main) {
+    if ((rc = check_one(pool, index++, why, n, &reserved, &added)) != 0) break;
+  }
   int64_t shared = atomic_load(&main->shared->allocated_approx);
   if (rc == 0 && added != shared)
     rc = cp_fail_msg(why, n, "arenas added %lld to the allocated sum, which says %lld", (long long)added,
