@@ -56,6 +56,11 @@ static bool config_valid(const cp_config_t *c) {
          c->segment_round >= c->round && c->arenas <= CP_ARENAS_MAX; /* 0 means 1 */
 }
 
+size_t cp_max_split_floor(const cp_config_t *cfg) {
+  size_t biggest = cfg->small_segment > cfg->large_segment ? cfg->small_segment : cfg->large_segment;
+  return biggest > SIZE_MAX - MiB ? SIZE_MAX : biggest + MiB;
+}
+
 size_t cp_round_size(const cp_config_t *cfg, size_t size) {
   if (size > SIZE_MAX - (cfg->round - 1)) return 0;
   return (size + cfg->round - 1) & ~(cfg->round - 1);
@@ -92,6 +97,7 @@ static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_
   pthread_cond_init(&pool->barrier_done, NULL);
   pool->device = device;
   pool->cfg = *cfg;
+  if (pool->cfg.max_split < cp_max_split_floor(cfg)) pool->cfg.max_split = cp_max_split_floor(cfg);
   pool->be = *backend;
   /* Expandable segments need the whole page interface; without it (or a
    * page the rounding does not divide) the pool uses ordinary segments. */
@@ -233,9 +239,12 @@ static cp_block_t *find_active(cp_pool_t *pool, uintptr_t addr) {
 
 /* Blocks at or over max_split are never split: a smaller request may not use
  * one, a larger one only if it wastes less than oversize_waste. Since `b` is
- * the best fit, a refusal holds for every larger block too. */
+ * the best fit, a refusal holds for every larger block too. Not in an
+ * expandable segment: its free blocks are address space, whose pages are
+ * mapped and given back one by one, and the rest of a new range is always
+ * over max_split (each request reserved a range of its own). */
 static cp_block_t *fit_allowed(const cp_config_t *cfg, cp_block_t *b, size_t rsize) {
-  if (!b) return NULL;
+  if (!b || b->segment->expandable) return b;
   if (rsize < cfg->max_split && b->size >= cfg->max_split) return NULL;
   if (rsize >= cfg->max_split && b->size - rsize >= cfg->oversize_waste) return NULL;
   return b;
@@ -267,7 +276,7 @@ static cp_block_t *take_cached(cp_pool_t *pool, cp_subpool_t *sp, size_t rsize, 
 static bool should_split(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) {
   size_t rest = b->size - rsize;
   if (b->segment->small) return rest >= cfg->round;
-  return rest > cfg->large_split_remainder && b->size < cfg->max_split;
+  return rest > cfg->large_split_remainder && (b->size < cfg->max_split || b->segment->expandable);
 }
 
 bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) {
