@@ -17,6 +17,17 @@
  * live blocks of 512 B - 1 MiB, unkeyed, through the front caches, with
  * the same slow barriers) on one pool, and W = unkeyed_arenas the same
  * with up to 8 arenas (core/arena.c).
+ * Then, for N = 10^3 ... 10^6 blocks of 512 + (i % 7) * 64 bytes live:
+ * "free_among_N_live: X ns/free", X the median ns of a cp_free of one of
+ * 100 of them spread evenly over the N, its memory warmed first (the
+ * pool's own work beside N live blocks, not the memory's latency; see
+ * free_sampled), then "free_cost_spread: R x", the dearest N's X over
+ * the cheapest: under 2 when the block table's cost does not grow with the
+ * blocks live (a hash that left addresses 512 bytes apart in 128 buckets
+ * made it O(N): 10^6 frees took 191 s); and "free_all_N_live: Y ns/free",
+ * the N blocks freed in allocation order (the issue's probe), which past
+ * 10^4 blocks also pays the memory's latency: what N frees touch no longer
+ * fits in the caches.
  * Run by `make bench`. */
 #include <pthread.h>
 #include <stdio.h>
@@ -65,16 +76,21 @@ typedef void (*pair_fn)(int i);
 
 static const char *only; /* argv[1]: run just this case */
 
-static void report(const char *name, pair_fn pair) {
+/* The median ns per pair over BATCHES batches of PAIRS, after a warm-up. */
+static double measure(pair_fn pair) {
   double per_pair[BATCHES];
-  if (only && strcmp(only, name) != 0) return;
   for (int i = 0; i < PAIRS; i++) pair(i); /* warm up */
   for (int b = 0; b < BATCHES; b++) {
     double t0 = now_ns();
     for (int i = 0; i < PAIRS; i++) pair(i);
     per_pair[b] = (now_ns() - t0) / PAIRS;
   }
-  printf("%s: %.1f ns/pair\n", name, bench_median(per_pair, BATCHES));
+  return bench_median(per_pair, BATCHES);
+}
+
+static void report(const char *name, pair_fn pair) {
+  if (only && strcmp(only, name) != 0) return;
+  printf("%s: %.1f ns/pair\n", name, measure(pair));
   fflush(stdout);
 }
 
@@ -272,6 +288,78 @@ static void report_threads(via_t via) {
   }
 }
 
+static size_t live_size(size_t i) { return 512 + (i % 7) * 64; }
+
+/* The pool with n blocks live, in live[0..n). */
+static void open_pool_with_live(uintptr_t *live, size_t n) {
+  open_pool();
+  for (size_t i = 0; i < n; i++) live[i] = must_alloc(live_size(i), 1);
+}
+
+#define SAMPLE 100
+
+/* With the n blocks of live[] live: rounds of SAMPLE frees of blocks spread
+ * evenly over them, each round other blocks (never freed before, so each
+ * sits where its allocation put it in the block table), each first looked
+ * up untimed (cp_block_size) so that its memory is in the CPU caches: the
+ * median ns per free over the rounds is the pool's own work. */
+static double free_sampled(const uintptr_t *live, size_t n) {
+  enum { ROUNDS_MAX = 41 };
+  size_t stride = n / SAMPLE, rounds = stride < ROUNDS_MAX ? stride : ROUNDS_MAX;
+  double per_free[ROUNDS_MAX];
+  size_t warm = 0;
+  for (size_t r = 0; r < rounds; r++) {
+    for (size_t j = 0; j < SAMPLE; j++) warm += cp_block_size(pool, live[j * stride + r]);
+    double t0 = now_ns();
+    for (size_t j = 0; j < SAMPLE; j++) cp_free(pool, live[j * stride + r], 1, 0);
+    per_free[r] = (now_ns() - t0) / SAMPLE;
+  }
+  if (warm == 0) abort();
+  return bench_median(per_free, rounds);
+}
+
+/* n blocks allocated, then freed in allocation order, each round on a
+ * fresh pool: the median ns per free over the rounds (a million frees in
+ * all, at most 41 rounds). Leaves no pool open. */
+static double free_all(uintptr_t *live, size_t n) {
+  enum { ROUNDS_MAX = 41 };
+  size_t rounds = n >= 1000000 ? 1 : 1000000 / n;
+  if (rounds > ROUNDS_MAX) rounds = ROUNDS_MAX;
+  double per_free[ROUNDS_MAX];
+  for (size_t r = 0; r < rounds; r++) {
+    open_pool_with_live(live, n);
+    double t0 = now_ns();
+    for (size_t i = 0; i < n; i++) cp_free(pool, live[i], 1, 0);
+    per_free[r] = (now_ns() - t0) / (double)n;
+    close_pool();
+  }
+  return bench_median(per_free, rounds);
+}
+
+static void report_free_with_live(void) {
+  if (only && strncmp(only, "free_", 5) != 0) return;
+  enum { COUNTS = 4 };
+  double among[COUNTS], all[COUNTS], least = 0, most = 0;
+  uintptr_t *live = malloc(1000000 * sizeof *live);
+  if (!live) abort();
+  size_t n = 1000;
+  for (int k = 0; k < COUNTS; k++, n *= 10) {
+    open_pool_with_live(live, n);
+    among[k] = free_sampled(live, n);
+    printf("free_among_%zu_live: %.1f ns/free\n", n, among[k]);
+    fflush(stdout);
+    if (least == 0 || among[k] < least) least = among[k];
+    if (among[k] > most) most = among[k];
+    close_pool();
+    all[k] = free_all(live, n);
+  }
+  free(live);
+  printf("free_cost_spread: %.2f x (flat: under 2)\n", most / least);
+  n = 1000;
+  for (int k = 0; k < COUNTS; k++, n *= 10) printf("free_all_%zu_live: %.1f ns/free\n", n, all[k]);
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   only = argc > 1 ? argv[1] : NULL;
   open_pool();
@@ -314,6 +402,8 @@ int main(int argc, char **argv) {
   report_threads(VIA_POOL);
   report_threads(VIA_FRONT);
   close_pool();
+
+  report_free_with_live();
 
   cp_sim_init(&sim, (size_t)1 << 44);
   be = cp_sim_backend(&sim);

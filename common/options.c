@@ -66,6 +66,9 @@ _Static_assert(sizeof(cp_mode_t) == sizeof(int) && sizeof(cp_format_t) == sizeof
                "keyword fields are written as int");
 
 #define SIZE_FORM "bytes with optional K/M/G/T suffix"
+/* CUDAPOOL_MAX_SPLIT's floor: the core's cp_max_split_floor for the segment
+ * sizes the shim uses (core/pool.h says why; the pool would raise it too). */
+#define MAX_SPLIT_LEAST "21M"
 #define PATH_FORM "a file path of at most 4095 bytes once %p is replaced by the pid"
 
 static const cp_option_desc_t cp_option_table[] = {
@@ -76,7 +79,8 @@ static const cp_option_desc_t cp_option_table[] = {
      SIZE_FORM ", or N% of device memory",
      "most free bytes kept cached per device before segments go back to the driver; 0 = no cap"},
     {"CUDAPOOL_MAX_SPLIT", CP_OPT_SIZE, offsetof(cp_options_t, max_split), "0", DEFAULT_IS("no limit"),
-     SIZE_FORM, "cached blocks of at least this size are never split for a smaller request; 0 = no limit"},
+     SIZE_FORM ", at least " MAX_SPLIT_LEAST ", or 0 for no limit",
+     "cached blocks of at least this size are never split for a smaller request; 0 = no limit"},
     {"CUDAPOOL_MODE", CP_OPT_MODE, offsetof(cp_options_t, mode), "auto", DEFAULT_IS("auto"),
      "auto, sync or unsafe-immediate",
      "when freed memory is reused: auto = as soon as it is safe, sync = cudaFree synchronises "
@@ -197,6 +201,19 @@ static void warn_bad(FILE *warn, const cp_option_desc_t *d, const char *value) {
   fflush(warn);
 }
 
+/* CUDAPOOL_MAX_SPLIT under its floor (0, no limit, excepted) is raised to it. */
+static void raise_to_least(FILE *warn, const cp_option_desc_t *d, const char *value, cp_options_t *o) {
+  uint64_t least;
+  if (d->offset != offsetof(cp_options_t, max_split) || cp_parse_size(MAX_SPLIT_LEAST, &least) != 0) return;
+  if (o->max_split == 0 || o->max_split >= least) return;
+  o->max_split = least;
+  if (warn == NULL) return;
+  fprintf(warn, "cudapool: warning: %s=\"", d->name);
+  cp_put_escaped(warn, value, 64);
+  fprintf(warn, "\" is under %s (accepted: %s); using %s\n", MAX_SPLIT_LEAST, d->accepted, MAX_SPLIT_LEAST);
+  fflush(warn);
+}
+
 const char *cp_options_getenv(const char *name) { return getenv(name); }
 
 bool cp_secure_exec(void) { return getauxval(AT_SECURE) != 0; }
@@ -218,7 +235,10 @@ void cp_options_load_as(cp_options_t *out, const char *(*get)(const char *name),
     if (secure) continue;
     const char *v = get(d->name);
     if (cp_is_blank(v)) continue;
-    if (parse_value(d, v, out) != 0) warn_bad(warn, d, v);
+    if (parse_value(d, v, out) != 0)
+      warn_bad(warn, d, v);
+    else
+      raise_to_least(warn, d, v, out);
   }
   bool verbose;
   if (secure && warn != NULL && cp_parse_bool(get("CUDAPOOL_VERBOSE"), &verbose) == 0 && verbose) {

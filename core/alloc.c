@@ -53,9 +53,12 @@ static cp_request_t request_of(cp_pool_t *pool, size_t size, uint64_t stream, ui
 
 /* Blocks at or over max_split are never split: a smaller request may not use
  * one, a larger one only if it wastes less than oversize_waste. Since `b` is
- * the best fit, a refusal holds for every larger block too. */
+ * the best fit, a refusal holds for every larger block too. Not in an
+ * expandable segment: its free blocks are address space, whose pages are
+ * mapped and given back one by one, and the rest of a new range is always
+ * over max_split (each request reserved a range of its own). */
 static cp_block_t *fit_allowed(const cp_config_t *cfg, cp_block_t *b, size_t rsize) {
-  if (!b) return NULL;
+  if (!b || b->segment->expandable) return b;
   if (rsize < cfg->max_split && b->size >= cfg->max_split) return NULL;
   if (rsize >= cfg->max_split && b->size - rsize >= cfg->oversize_waste) return NULL;
   return b;
@@ -87,7 +90,7 @@ static cp_block_t *take_cached(cp_pool_t *pool, cp_request_t *req) {
 static bool should_split(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) {
   size_t rest = b->size - rsize;
   if (b->segment->small) return rest >= cfg->round;
-  return rest > cfg->large_split_remainder && b->size < cfg->max_split;
+  return rest > cfg->large_split_remainder && (b->size < cfg->max_split || b->segment->expandable);
 }
 
 bool cp_serves_whole(const cp_config_t *cfg, const cp_block_t *b, size_t rsize) {

@@ -42,6 +42,11 @@ bool cp_config_valid(const cp_config_t *c) {
          c->segment_round >= c->round && c->arenas <= CP_ARENAS_MAX; /* 0 means 1 */
 }
 
+size_t cp_max_split_floor(const cp_config_t *cfg) {
+  size_t biggest = cfg->small_segment > cfg->large_segment ? cfg->small_segment : cfg->large_segment;
+  return biggest > SIZE_MAX - MiB ? SIZE_MAX : biggest + MiB;
+}
+
 size_t cp_round_size(const cp_config_t *cfg, size_t size) {
   if (size > SIZE_MAX - (cfg->round - 1)) return 0;
   return (size + cfg->round - 1) & ~(cfg->round - 1);

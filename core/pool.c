@@ -40,6 +40,7 @@ static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_
   pthread_cond_init(&pool->barrier_done, NULL);
   pool->device = device;
   pool->cfg = *cfg;
+  if (pool->cfg.max_split < cp_max_split_floor(cfg)) pool->cfg.max_split = cp_max_split_floor(cfg);
   pool->be = *backend;
   /* Expandable segments need the whole page interface; without it (or a
    * page the rounding does not divide) the pool uses ordinary segments. */

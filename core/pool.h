@@ -51,7 +51,7 @@ typedef struct cp_config {
   size_t large_threshold;       /* ... this size (10 MiB) */
   size_t segment_round;         /* bigger requests: own size rounded to this (2 MiB) */
   size_t large_split_remainder; /* large blocks split when remainder > this (1 MiB) */
-  size_t max_split;             /* blocks >= this never split (no limit) */
+  size_t max_split;             /* blocks >= this never split (no limit; at least cp_max_split_floor) */
   size_t oversize_waste;        /* unsplittable blocks serve if waste < this (20 MiB) */
   size_t split_barrier_pending; /* pending blocks that make a looming split ask for a barrier (4) */
   size_t split_barrier_share; /* ... and, small pool, their bytes 1/this of the block to split (2; 0: any) */
@@ -93,6 +93,13 @@ unsigned cp_barrier_cost(unsigned nonblocking);
 /* The driver allocation size for a request of `size` bytes (already rounded
  * or not): the segment the pool would reserve when nothing cached fits. */
 size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size);
+/* The least max_split a pool takes (a smaller one is raised to it): more
+ * than every standard segment, so that the rest of a new segment cut for a
+ * request is always smaller than max_split and may serve the next request.
+ * Below it, each small request took a fresh 2 MiB segment (max_split 1 MiB)
+ * or each request under 10 MiB a whole 20 MiB one (max_split 2-20 MiB). The
+ * defaults' floor is 21 MiB (PyTorch refuses max_split_size_mb <= 20). */
+size_t cp_max_split_floor(const cp_config_t *cfg);
 /* `size` rounded up to cfg->round; 0 when it would overflow. */
 size_t cp_round_size(const cp_config_t *cfg, size_t size);
 

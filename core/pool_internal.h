@@ -31,16 +31,38 @@
 #include <stdint.h>
 #include <string.h>
 
-/* uthash's default (Jenkins) costs more than the rest of a cache hit; block
- * addresses and (stream, key) pairs are whole 64-bit words, so a multiply
- * and a shift mix them well enough. Every core file uses this one. */
+/* uthash's default (Jenkins) costs more than the rest of a cache hit; the
+ * keys here are whole 64-bit words: block addresses (the ACTIVE map) and
+ * (stream, key) pairs. The bucket is the hash's low bits, and uthash stops
+ * doubling its table for good after two doublings that leave over half the
+ * entries past their bucket's ideal length (ineff_expands, noexpand): a
+ * single multiply and shift left 10^5 addresses 512 bytes apart in 128
+ * buckets, chains 7,853 long, every free O(live blocks). So every bit of a
+ * key must reach the low bits: splitmix64's finalizer (Stafford's mix13).
+ * An address is hashed as its 2 MiB region (mixed) XOR its 512-byte slot
+ * in that region: blocks of one region never share a bucket once the table
+ * has 4096 buckets (before that they fill each bucket equally), regions
+ * land at random, and blocks freed in address order touch neighbouring
+ * buckets (a million frees in allocation order cost half the time of a
+ * fully mixed address: bench/core_bench.c, free_with_N_live). */
+static inline uint64_t cp_mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
 static inline unsigned cp_hash_words(const void *key, size_t len) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
+  uint64_t w, h = 0x9e3779b97f4a7c15ull;
+  if (len == 8) {
+    memcpy(&w, key, 8);
+    return (unsigned)(cp_mix64(w >> 21) ^ ((w >> 9) & 0xfff));
+  }
   for (size_t i = 0; i + 8 <= len; i += 8) {
-    uint64_t w;
     memcpy(&w, (const char *)key + i, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
+    h = cp_mix64(h ^ w);
   }
   return (unsigned)h;
 }

@@ -39,16 +39,20 @@ static size_t claim_under_limit(cp_pool_t *pool, size_t rsize) {
   return rsize < seg && cp_budget_claim(pool, rsize) ? rsize : 0;
 }
 
-/* A virtual range for the large pool: nothing mapped, nothing reserved yet. */
+/* A virtual range for the large pool: nothing mapped, nothing reserved yet.
+ * The range first, then its bitmap of mapped pages: the bitmap's size
+ * follows the request's, and a request no device can hold (2^63 bytes: a
+ * 512 GiB bitmap) must cost the host nothing. */
 static int reserve_range(cp_pool_t *pool, size_t rsize, size_t *size, uintptr_t *base, uint64_t **mapped) {
   size_t page = pool->page, own = rsize > SIZE_MAX - page ? 0 : (rsize + page - 1) & ~(page - 1);
   if (own == 0) return ENOMEM;
   *size = own > pool->cfg.expandable_size ? own : pool->cfg.expandable_size;
-  *mapped = calloc((*size / page + 63) / 64, sizeof **mapped);
-  if (!*mapped) return ENOMEM;
   int rc = pool->be.reserve(pool->be.ctx, pool->device, *size, base);
-  if (rc != 0) free(*mapped);
-  return rc;
+  if (rc != 0) return rc;
+  *mapped = calloc((*size / page + 63) / 64, sizeof **mapped);
+  if (*mapped) return 0;
+  pool->be.unreserve(pool->be.ctx, pool->device, *base, *size);
+  return ENOMEM;
 }
 
 void cp_segment_unreserve(cp_pool_t *pool, cp_segment_t *seg) {

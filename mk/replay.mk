@@ -29,7 +29,7 @@ $(REPLAY_TEST_BIN): $(REPLAY_TEST_SRCS) $(LSAN_SCOPE) $(wildcard tests/support/*
 	  $(REPLAY_LIB_OBJS) \
 	  $(REPLAY_SHIM_OBJS) $(CORE_LIB) -o $@ $(CRITERION_LINK) -lz $(LDFLAGS_BASE)
 
-# The recorder's unit test (tests/unit/common/trace.c, in the shim's unit
+# The recorder's unit test (tests/unit/shim/trace.c, in the shim's unit
 # binary of mk/shim.mk) reads what it recorded back through the loader and
 # replays it: that binary links the replayer's objects too.
 SHIM_UNIT_EXTRA      += $(REPLAY_LIB_OBJS)

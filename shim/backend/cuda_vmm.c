@@ -7,7 +7,8 @@
  * device's primary context (pushed when another is current), the context
  * the runtime itself uses. The page is the minimum granularity of pinned
  * device memory (2 MiB on the H200), or CUDAPOOL_EXPANDABLE_PAGE rounded up
- * to a power of two; 0, so ordinary segments, when libcuda
+ * to a power of two (the granularity, with one warning, when that unit is
+ * not under the device's memory); 0, so ordinary segments, when libcuda
  * lacks a call (the fake runtime has no libcuda at all) or the device says
  * it cannot (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED).
  *
@@ -24,9 +25,12 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "backend/cuda_vmm.h"
 #include "backend/driver.h"
+#include "parse.h"
 
 static bool have_calls(void) {
   return cp_drv_ready() && cp_drv.cuDeviceGetAttribute && cp_drv.cuMemGetAllocationGranularity &&
@@ -40,6 +44,20 @@ static CUmemAllocationProp device_memory(int device) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device;
   return prop;
+}
+
+static void warn_page_too_large(int device, size_t total, size_t granularity, size_t option) {
+  static atomic_bool said;
+  if (atomic_exchange(&said, true)) return;
+  char value[32], memory[32], unit[32];
+  if (cp_format_size_exact(option, value, sizeof value) == 0) strcpy(value, "?");
+  if (cp_format_size_exact(total, memory, sizeof memory) == 0) strcpy(memory, "?");
+  if (cp_format_size_exact(granularity, unit, sizeof unit) == 0) strcpy(unit, "?");
+  fprintf(stderr,
+          "cudapool: warning: CUDAPOOL_EXPANDABLE_PAGE=%s is not under the memory of device %d, %s "
+          "(accepted: a size under it once rounded up to a power of two); using the default (the "
+          "device's granularity, %s)\n",
+          value, device, memory, unit);
 }
 
 /* A device's page once known (it never changes): map and unmap need it. */
@@ -63,11 +81,23 @@ size_t cp_vmm_page_size(void *ctx, int device) {
       !supported ||
       cp_drv.cuMemGetAllocationGranularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
     page = 0;
+  size_t free_bytes = 0, total = 0;
+  size_t option = atomic_load_explicit(&page_option, memory_order_relaxed);
+  if (page && option &&
+      (!cp_drv.cuMemGetInfo_v2 || cp_drv.cuMemGetInfo_v2(&free_bytes, &total) != CUDA_SUCCESS))
+    total = 0;
   cp_api_driver.leave(token);
   /* CUDAPOOL_EXPANDABLE_PAGE: a larger unit, one physical allocation each
    * (fewer, larger mappings), a power of two and so a multiple of the
    * granularity, itself a power of two. */
-  while (page && page < atomic_load_explicit(&page_option, memory_order_relaxed) && page <= SIZE_MAX / 2) page *= 2;
+  size_t granularity = page;
+  while (page && page < option && page <= SIZE_MAX / 2) page *= 2;
+  /* A unit the device cannot hold would fail every mapping (each failure an
+   * out-of-memory line): the granularity instead, said once. */
+  if (page > granularity && total && page >= total) {
+    warn_page_too_large(device, total, granularity, option);
+    page = granularity;
+  }
   if (page) atomic_store_explicit(&known_page[device], page, memory_order_relaxed);
   return page;
 }

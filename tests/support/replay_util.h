@@ -1,5 +1,5 @@
 /* replay_util.h: helpers shared by the tests of tests/unit/replay and by
- * tests/unit/common/trace.c: a private temporary folder per test, the
+ * tests/unit/shim/trace.c: a private temporary folder per test, the
  * repository root (for traces/ and scripts/), and running a command while
  * capturing its output. */
 #ifndef CUDAPOOL_TESTS_REPLAY_UTIL_H

@@ -31,7 +31,7 @@ static const char usage[] =
     "\n"
     "pool options (sizes: 512, 64K, 256M, 1.5G, 8GiB; 0 or none = no limit):\n"
     "  --limit SIZE              most bytes the pool may reserve\n"
-    "  --max-split SIZE          blocks of this size or more are never split\n"
+    "  --max-split SIZE          blocks of this size or more are never split (at least 21M)\n"
     "  --max-cached SIZE         most free bytes kept cached\n"
     "  --reuse=barrier|sync|immediate   when a freed block is reusable (default barrier)\n"
     "  --key=none|thread         pass the thread as the same-stream reuse key (default thread)\n"
@@ -270,6 +270,21 @@ static int parse_compare(const char *s, rp_opts_t *o) {
   return rc;
 }
 
+/* A --max-split under the pool's floor (core/pool.h, cp_max_split_floor:
+ * above every segment size) is refused, as the launcher refuses it: the pool
+ * would raise it, and the report would show a figure it did not use. */
+static int check_max_split(const rp_opts_t *o) {
+  size_t least = cp_max_split_floor(&o->cfg);
+  if (o->cfg.max_split == CP_NO_LIMIT || o->cfg.max_split >= least) return 0;
+  if (least % ((size_t)1 << 20) == 0)
+    fprintf(stderr, PROG ": --max-split: under %zuM, the least the pool takes (above its largest segment)\n",
+            least >> 20);
+  else
+    fprintf(stderr, PROG ": --max-split: under %zu, the least the pool takes (above its largest segment)\n",
+            least);
+  return -1;
+}
+
 /* opts[0] = base, opts[i] = base + the i-th --compare string; before the
  * trace is read, so that a typo costs no loading time. */
 static int prepare_compare(const cli_t *cli, const rp_opts_t *base, rp_opts_t *opts) {
@@ -277,6 +292,7 @@ static int prepare_compare(const cli_t *cli, const rp_opts_t *base, rp_opts_t *o
     opts[i] = *base;
     opts[i].timeline = NULL;
     if (i > 0 && parse_compare(cli->compare[i - 1], &opts[i]) != 0) return -1;
+    if (check_max_split(&opts[i]) != 0) return -1;
   }
   return 0;
 }
@@ -322,7 +338,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   rp_opts_t copts[MAX_COMPARE + 1];
-  if (cli.ncompare > 0 && prepare_compare(&cli, &o, copts) != 0) return 2;
+  if (check_max_split(&o) != 0 || (cli.ncompare > 0 && prepare_compare(&cli, &o, copts) != 0)) return 2;
   rp_load_opts_t lo = {
       .name = cli.trace, .err = stderr, .stop_on_error = cli.stop_on_error, .max_messages = 20};
   rp_trace_t t;

@@ -7,6 +7,7 @@
  * fake runtime, which has no libcuda) the pool falls back with one warning.
  * tests/programs/driver/drv_expandable.c is the program. */
 #include <stdio.h>
+#include <string.h>
 
 #include "it_check.h"
 #include "it_info.h"
@@ -66,6 +67,29 @@ Test(shim_it_driver, expandable_page_sets_the_unit_mapped) {
   cr_assert(eq(long, it_info_val(&s, "freed_b", "vmm_mapped", -1), 24 << 20), "%s", s.out);
   cr_assert(eq(long, it_info_val(&s, "end", "vmm_mapped", -1), 0), "%s", s.out);
   cr_assert(eq(long, it_info_val(&s, "end", "vmm_errors", -1), 0), "%s", s.out);
+  it_free(&n);
+  it_free(&s);
+}
+
+/* A unit the device cannot hold (9G rounds up to 16 GiB, the fake device's
+ * memory) failed every mapping, an out-of-memory line each: one warning,
+ * and the granularity instead. */
+Test(shim_it_driver, expandable_page_at_the_device_memory_falls_back_to_the_granularity) {
+  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "CUDAPOOL_EXPANDABLE_PAGE=9G", NULL};
+  it_result n, s;
+  it_same(&n, &s, env, "drv_expandable", NULL);
+  cr_assert(eq(str, (char *)it_compared(&n), EXPANDABLE_OUTPUT));
+  cr_assert(eq(long, it_info_val(&s, "three", "reserved", -1), 18 << 20), "2 MiB pages: %s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "three", "vmm_mapped", -1), 18 << 20), "%s", s.out);
+  cr_assert(eq(long, it_info_val(&s, "end", "vmm_errors", -1), 0), "%s", s.out);
+  cr_assert(eq(int, it_count_lines(s.err, "out of memory"), 0), "%s", s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "CUDAPOOL_EXPANDABLE_PAGE"), 1), "%s", s.err);
+  cr_assert(ne(ptr,
+               strstr(s.err, "cudapool: warning: CUDAPOOL_EXPANDABLE_PAGE=9G is not under the memory of device "
+                             "0, 16G (accepted: a size under it once rounded up to a power of two); using the "
+                             "default (the device's granularity, 2M)\n"),
+               NULL),
+            "%s", s.err);
   it_free(&n);
   it_free(&s);
 }

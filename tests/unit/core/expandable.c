@@ -4,6 +4,9 @@
  * still touch them), the fallback to ordinary segments, and the invariants
  * after random sequences. Blocks of 4 MiB from a fresh range sit at 0, 4, 8
  * MiB from its start: pages (2 MiB) 0-1, 2-3, 4-5. */
+#include <stdio.h>
+#include <unistd.h>
+
 #include "core_fixture.h"
 
 #define PAGE (2 * MiB)
@@ -271,5 +274,57 @@ Test(expandable, no_barrier_no_fence_never_hands_out_a_pending_block) {
   cr_assert(eq(int, cp_alloc(F.pool, 4 * MiB, CP_STREAM_DEVICE, 2, &b), 0));
   cr_assert(eq(u64, b, a), "after a synchronisation it is ready");
   cr_assert(eq(int, cp_free(F.pool, b, 2, 0), 0));
+  close_expandable();
+}
+
+/* ---- a request no device can hold ------------------------------------------------ */
+
+static cp_backend_t sim_be;
+static unsigned reserve_calls;
+static long vm_growth_at_reserve, vm_before;
+
+/* The process's address space, in pages (/proc/self/statm's first field). */
+static long vm_pages(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = -1;
+  cr_assert(ne(ptr, f, NULL));
+  cr_assert(eq(int, fscanf(f, "%ld", &pages), 1));
+  fclose(f);
+  return pages;
+}
+
+static int watched_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
+  reserve_calls++;
+  long growth = vm_pages() - vm_before;
+  if (growth > vm_growth_at_reserve) vm_growth_at_reserve = growth;
+  return sim_be.reserve(ctx, device, size, out);
+}
+
+/* The range was sized into a host bitmap before it was reserved: 2^63
+ * bytes asked the host for 512 GiB first. The device is asked first now,
+ * and refuses. */
+Test(expandable, a_request_no_device_holds_asks_the_device_before_the_host) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.expandable = true;
+  cfg.expandable_size = 1 * GiB;
+  cp_sim_init(&F.sim, 1 * GiB);
+  F.sim.vmm_page = PAGE;
+  sim_be = F.be = cp_sim_backend(&F.sim);
+  F.be.reserve = watched_reserve;
+  F.cfg = cfg;
+  cr_assert(eq(int, cp_pool_create(&F.pool, 0, &F.cfg, &F.be), 0));
+  vm_before = vm_pages();
+  uintptr_t p = 0;
+  cr_assert(eq(int, cp_alloc(F.pool, (size_t)1 << 63, CP_STREAM_DEVICE, 0, &p), ENOMEM));
+  cr_assert(ge(u32, reserve_calls, 1), "the device was asked");
+  cr_assert(lt(i64, vm_growth_at_reserve * sysconf(_SC_PAGESIZE), (int64_t)1 << 30),
+            "the host gave %ld pages before the device was asked", vm_growth_at_reserve);
+  cr_assert(eq(u64, F.sim.reserves, 0));
+  cr_assert(eq(i64, fx_stats().reserved_bytes.current, 0));
+  /* An ordinary request after it still gets its range. */
+  p = fx_alloc(4 * MiB);
+  cr_assert(eq(u64, F.sim.reserves, 1));
+  fx_free_idle(p);
   close_expandable();
 }

@@ -174,20 +174,20 @@ Test(front, a_larger_block_is_reused_only_whole) {
 }
 
 /* With no waste allowed on blocks at or over max_split, the block made for
- * a 12 MiB request (a segment of its own) may not serve 12 MiB again: the
+ * a 40 MiB request (a segment of its own) may not serve 40 MiB again: the
  * cache, which hands a thread back the size it got a block for without
  * asking the rules, must know that from when it lent the block. */
 Test(front, a_block_the_rules_would_not_hand_out_again_is_not_reused_for_its_size) {
   cp_config_t cfg;
   cp_config_default(&cfg);
-  cfg.max_split = 4 * MiB;
+  cfg.max_split = 32 * MiB;
   cfg.oversize_waste = 0;
   fx_open_cfg(&cfg, GiB);
-  uintptr_t p = fr_alloc(12 * MiB, 1);
+  uintptr_t p = fr_alloc(40 * MiB, 1);
   fr_free(p, 1);
   cr_assert(eq(sz, held(), 1));
-  uintptr_t q = fr_alloc(12 * MiB, 1);
-  cr_assert(not(eq(u64, q, p)), "no rule lets the pool hand the block out again for 12 MiB");
+  uintptr_t q = fr_alloc(40 * MiB, 1);
+  cr_assert(not(eq(u64, q, p)), "no rule lets the pool hand the block out again for 40 MiB");
   cr_assert(eq(u64, fx_stats().num_immediate_reuse, 0));
   fr_free(q, 1);
   fx_close();

@@ -59,6 +59,12 @@ ParameterizedTestParameters(cli_usage, errors_name_the_option) {
        "--large-split-remainder\n"},
       /* bad values */
       {"t.csv --limit 12Q", 2, "cudapool-replay: --limit: '12Q' is not a size (e.g. 8G) or none\n"},
+      {"t.csv --max-split 1M", 2,
+       "cudapool-replay: --max-split: under 21M, the least the pool takes (above its largest segment)\n"},
+      {"t.csv --compare '--max-split 20M'", 2,
+       "cudapool-replay: --max-split: under 21M, the least the pool takes (above its largest segment)\n"},
+      {"t.csv --large-segment 40M --max-split 32M", 2,
+       "cudapool-replay: --max-split: under 41M, the least the pool takes (above its largest segment)\n"},
       {"t.csv --on-error=maybe", 2, "cudapool-replay: --on-error: 'maybe' is not skip or stop\n"},
       {"t.csv --repeat 0", 2, "cudapool-replay: --repeat: '0' is not a count from 1 to 1000\n"},
       /* arguments */

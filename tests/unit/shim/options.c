@@ -437,7 +437,8 @@ ParameterizedTestParameters(warnings, exact_text) {
        "optional K/M/G/T suffix, or N% of device memory); using the default (no cap)\n"},
       {"CUDAPOOL_MAX_SPLIT", "50%",
        "cudapool: warning: CUDAPOOL_MAX_SPLIT=\"50%\" is not a size (accepted: bytes with "
-       "optional K/M/G/T suffix); using the default (no limit)\n"},
+       "optional K/M/G/T suffix, at least 21M, or 0 for no limit); using the default (no limit)\n"},
+
       {"CUDAPOOL_MODE", "fast",
        "cudapool: warning: CUDAPOOL_MODE=\"fast\" is not a mode (accepted: auto, sync or "
        "unsafe-immediate); using the default (auto)\n"},
@@ -478,6 +479,32 @@ ParameterizedTest(struct warn_case *c, warnings, exact_text) {
   load(&o, warned, sizeof warned);
   cr_assert(eq(str, warned, c->line));
   assert_defaults(&o);
+}
+
+/* A max_split under the core's floor (cp_max_split_floor: 21 MiB) left the
+ * rest of every new segment unusable: raised to it, with one warning. */
+Test(warnings, max_split_under_the_floor_raised_to_it) {
+  static const struct {
+    const char *text;
+    uint64_t want;
+    bool warns;
+  } cases[] = {{"1M", 21u << 20, true},          {"512", 21u << 20, true},     {"20.99M", 21u << 20, true},
+               {"21M", 21u << 20, false},        {"22020096", 21u << 20, false}, {"0", 0, false},
+               {"0.0001K", 0, false},            {"256M", 256u << 20, false}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cp_options_t o;
+    char warned[1024], want[512] = "";
+    fake_n = 0;
+    fake_set("CUDAPOOL_MAX_SPLIT", cases[i].text);
+    load(&o, warned, sizeof warned);
+    cr_assert(eq(u64, o.max_split, cases[i].want), "%s", cases[i].text);
+    if (cases[i].warns)
+      snprintf(want, sizeof want,
+               "cudapool: warning: CUDAPOOL_MAX_SPLIT=\"%s\" is under 21M (accepted: bytes with optional "
+               "K/M/G/T suffix, at least 21M, or 0 for no limit); using 21M\n",
+               cases[i].text);
+    cr_assert(eq(str, warned, want), "%s", cases[i].text);
+  }
 }
 
 Test(warnings, one_line_per_bad_value_in_table_order) {
@@ -603,7 +630,7 @@ Test(verbose, prints_every_option_in_effect) {
   char warned[1024], printed[8192];
   fake_set("CUDAPOOL_LIMIT", "8GiB");
   fake_set("CUDAPOOL_MAX_CACHED", "12.5%");
-  fake_set("CUDAPOOL_MAX_SPLIT", "1536K");
+  fake_set("CUDAPOOL_MAX_SPLIT", "23040K"); /* 22.5M: over the floor */
   fake_set("CUDAPOOL_MODE", "SYNC");
   fake_set("CUDAPOOL_STATS", "stderr");
   load(&o, warned, sizeof warned);
@@ -615,7 +642,7 @@ Test(verbose, prints_every_option_in_effect) {
                NULL),
             "%s", printed);
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_MAX_CACHED=12.5% ("), NULL));
-  cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_MAX_SPLIT=1536K ("), NULL));
+  cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_MAX_SPLIT=23040K ("), NULL));
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_MODE=sync ("), NULL));
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_STATS=stderr ("), NULL));
   cr_assert(ne(ptr, strstr(printed, "cudapool: CUDAPOOL_STATS_FORMAT=text ("), NULL));

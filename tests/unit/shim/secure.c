@@ -43,7 +43,7 @@ static void load_as(cp_options_t *o, bool secure, char *printed, size_t cap) {
 static void set_everything(void) {
   set("CUDAPOOL_LIMIT", "8G");
   set("CUDAPOOL_MAX_CACHED", "50%");
-  set("CUDAPOOL_MAX_SPLIT", "1M");
+  set("CUDAPOOL_MAX_SPLIT", "32M");
   set("CUDAPOOL_MODE", "unsafe-immediate");
   set("CUDAPOOL_STATS", "/etc/shadow");
   set("CUDAPOOL_STATS_FORMAT", "json");
