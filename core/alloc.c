@@ -134,7 +134,10 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
   b->n_recorded = 0;
   HASH_ADD_PTR(pool->active, addr, b);
   if (hash_oom) return ENOMEM;
-  b->free_seq = b->done_seq = 0; /* its frees are history: a new life */
+  /* Its frees are history, but not the device work they may still run: a
+   * barrier handed it out, not the device's end of that work, so done_seq
+   * stays for pages.c (a later free on an idle stream must not look done). */
+  b->free_seq = 0;
   pool->free_block_count--;
   cp_allocated_add(pool, (int64_t)b->size);
   cp_stat_add(&pool->stats.allocated_blocks, 1);

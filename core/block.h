@@ -47,7 +47,7 @@ typedef struct cp_block {
   uint64_t free_seq; /* position in the pool's free order */
   /* READY: the newest free whose device work may still touch these bytes
    * (0: none); its pages may be unmapped once the pool's completed_seq
-   * reaches it */
+   * reaches it. Kept through an ACTIVE life: that work may outlive it */
   uint64_t done_seq;
   struct cp_block *fifo_prev, *fifo_next;
   struct cp_keyed *keyed; /* the reuse-key tree holding it, or NULL */

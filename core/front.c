@@ -50,7 +50,9 @@
  *
  * Locking: pool lock, then a cache's lock (a spin flag: held for pointer
  * work only). `cp_fronts_lock` (a thread leaving, a pool destroyed) comes
- * before both. block->lent is written under the pool lock; tc_free,
+ * before both. In the child of a fork() a thread's exit takes none of them
+ * for the caches it inherited (`forks`): they are the parent's copies.
+ * block->lent is written under the pool lock; tc_free,
  * requested and the cache's fields under the cache lock; a deferred block's
  * fields, by its thread before the push and under the pool lock after it
  * (the push releases, the pool's exchange acquires). */
@@ -71,11 +73,24 @@ static pthread_key_t exit_key;
 
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
+/* Forks this process descends from since its first cache (counted in the
+ * child). A cache made before the last one is a copy of the parent's: its
+ * pool's lock, and cp_fronts_lock, may have been held by a thread the child
+ * does not have, so the thread's exit forgets it rather than lock them
+ * (it stays reachable through its pool's list). Taking every pool lock
+ * around fork() instead would make a fork wait for every pool and arena. */
+static atomic_uint forks;
+
 static void thread_exit(void *unused) {
   (void)unused;
+  unsigned now = atomic_load_explicit(&forks, memory_order_relaxed);
   for (int i = 0; i < TLS_FRONTS; i++) {
     cp_front_t *f = my.at[i].front;
     if (!f) continue;
+    if (my.at[i].forks != now) { /* a fork's copy: see `forks` */
+      my.at[i] = (tls_front_t){0};
+      continue;
+    }
     pthread_mutex_lock(&cp_fronts_lock);
     cp_pool_t *pool = f->pool;
     if (pool) {
@@ -89,7 +104,12 @@ static void thread_exit(void *unused) {
   }
 }
 
-static void exit_key_init(void) { pthread_key_create(&exit_key, thread_exit); }
+static void forked_child(void) { atomic_fetch_add_explicit(&forks, 1, memory_order_relaxed); }
+
+static void exit_key_init(void) {
+  pthread_key_create(&exit_key, thread_exit);
+  pthread_atfork(NULL, NULL, forked_child);
+}
 
 /* This thread's cache of the pool, or NULL. A cache left over from a
  * destroyed pool at the same address is freed here. */
@@ -123,7 +143,7 @@ static cp_front_t *front_create(cp_pool_t *pool) {
     f->next = pool->fronts;
     if (f->next) f->next->prev = f;
     pool->fronts = f;
-    my.at[i] = (tls_front_t){pool, pool->uid, f};
+    my.at[i] = (tls_front_t){pool, pool->uid, f, atomic_load_explicit(&forks, memory_order_relaxed)};
     pthread_setspecific(exit_key, f);
     return f;
   }

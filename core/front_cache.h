@@ -54,6 +54,7 @@ typedef struct tls_front {
   cp_pool_t *pool;
   uint64_t uid;
   cp_front_t *front;
+  unsigned forks; /* front.c's `forks` when it was made: older ones are a parent's copies */
 } tls_front_t;
 
 /* Taken before any pool lock and a cache's: a thread leaving, a pool destroyed. */

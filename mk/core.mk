@@ -46,6 +46,12 @@ $(CORE_TSAN_BIN): tests/unit/core/threads_tsan.c tests/support/core_churn.h $(CO
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $(TEST_INC) $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
 
+# The coverage oracle (issue 31), a plain program for the same reason.
+CORE_ORACLE_BIN := $(BUILD)/tests/core_oracle_tsan
+$(CORE_ORACLE_BIN): tests/unit/core/oracle_tsan.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icore $(TEST_INC) $< $(CORE_LIB) -o $@ $(LDFLAGS_BASE)
+
 CORE_BENCH_BIN := $(BUILD)/bench/core_bench
 $(CORE_BENCH_BIN): bench/core_bench.c bench/bench_util.h $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -55,7 +61,7 @@ $(CORE_BENCH_BIN): bench/core_bench.c bench/bench_util.h $(CORE_LIB)
 # it (it reads $(BUILD) from CUDAPOOL_TEST_BUILD, which make test exports).
 CORE_SYMBOLS_CHECK := scripts/check-testing-symbols
 
-ALL_TARGETS += $(CORE_LIB) $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_BENCH_BIN)
-TEST_BINS += $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_SYMBOLS_CHECK)
-TSAN_TEST_BINS += $(CORE_TSAN_BIN)
+ALL_TARGETS += $(CORE_LIB) $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_ORACLE_BIN) $(CORE_BENCH_BIN)
+TEST_BINS += $(CORE_TEST_BIN) $(CORE_TSAN_BIN) $(CORE_ORACLE_BIN) $(CORE_SYMBOLS_CHECK)
+TSAN_TEST_BINS += $(CORE_TSAN_BIN) $(CORE_ORACLE_BIN)
 BENCH_CMDS += $(CORE_BENCH_BIN)

@@ -41,7 +41,7 @@ SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
 $(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -Icore -Icommon -Itools/replay $(TEST_INC) \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -DCP_CUDA_HOME='"$(CUDA_HOME)"' -Icore -Icommon -Ishim -Itools/replay $(TEST_INC) \
 	  $(SHIM_UNIT_SRCS) \
 	  $(SHIM_UNIT_EXTRA) $(COMMON_LIB) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
 

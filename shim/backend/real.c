@@ -73,6 +73,8 @@ static void *lookup(const char *name) {
   return fn;
 }
 
+void *cp_real_lookup(const char *name) { return lookup(name); }
+
 static void resolve(void) {
   bool ok = true;
   const char *missing = NULL;

@@ -105,6 +105,10 @@ extern cp_real_t cp_real;
 
 void cp_real_init(void);
 
+/* The runtime's own function of that name, as the thunks find theirs (NULL
+ * while none is loaded): for wrappers that forward a call unchanged. */
+void *cp_real_lookup(const char *name);
+
 /* Every needed runtime function found (looks again until cudaMalloc is). */
 bool cp_real_complete(void);
 

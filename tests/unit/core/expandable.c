@@ -328,3 +328,34 @@ Test(expandable, a_request_no_device_holds_asks_the_device_before_the_host) {
   fx_free_idle(p);
   close_expandable();
 }
+
+/* Issue 31, item 5. b is freed while a kernel on non-blocking stream A may
+ * still read it; a barrier makes it ready (ordered, not finished), a
+ * stream-ordered allocation on S takes it and frees it on S with no work of
+ * its own, and a synchronisation of S makes it ready again. S being idle
+ * says nothing of A's kernel: its pages stay mapped until the device is
+ * known to have finished the work of the first free too. */
+Test(expandable, a_stream_sync_after_a_new_life_does_not_forget_earlier_work) {
+  open_expandable(CP_NO_LIMIT, 1 * GiB);
+  F.sim.fence_enabled = false; /* nothing can say the device finished */
+  const uint64_t S = 0x5000, ORDERED = UINT64_MAX; /* the shim's stream-ordered key */
+  uintptr_t a = fx_alloc(4 * MiB), b = fx_alloc(4 * MiB), c = fx_alloc(4 * MiB);
+  (void)a, (void)c;
+  fx_free(b, 0); /* the kernel on A may still read b */
+  uintptr_t again = fx_alloc_on(4 * MiB, S, ORDERED);
+  cr_assert(eq(u64, again, b), "made ready by a barrier, handed out on S");
+  cr_assert(eq(u64, F.sim.barriers, 1));
+  cr_assert(eq(int, cp_free_on_stream(F.pool, b, S, ORDERED, 0), 0));
+  cp_mark_t mark;
+  cp_sync_mark(F.pool, &mark);
+  cp_sync_stream(F.pool, &mark, S); /* S had no work: b is ready */
+  cr_assert(eq(sz, cp_trim(F.pool, 0), 0), "A's kernel may still read b's pages");
+  cr_assert(eq(sz, cp_empty_cache(F.pool), 0));
+  cr_assert(eq(u64, F.sim.pages_unmapped, 0));
+  cr_assert(eq(i64, reserved(), 12 * MiB));
+  fx_check();
+  fx_sync_now(); /* the device finished everything */
+  cr_assert(eq(sz, cp_trim(F.pool, 0), 4 * MiB));
+  cr_assert(eq(i64, reserved(), 8 * MiB));
+  close_expandable();
+}
