@@ -36,7 +36,7 @@
 #include <stdlib.h>
 
 #include "pool_internal.h"
-#include "sim_backend.h"
+#include "testing/sim_backend.h"
 
 #define THREADS 6
 #ifdef __SANITIZE_THREAD__
