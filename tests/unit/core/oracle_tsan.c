@@ -36,6 +36,7 @@
 #include <stdlib.h>
 
 #include "pool_internal.h"
+#include "testing/check.h"
 #include "testing/sim_backend.h"
 
 #define THREADS 6
