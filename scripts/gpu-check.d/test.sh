@@ -10,6 +10,7 @@ section_test() {
   test_pair "test errors" 45 -- errors
   test_pair "test race" 60 -- race
   test_pair "test async_race" 90 -- async_race
+  test_pair "test capture_race" 90 -- capture_race
   test_pair "test stress" 90 -- stress
   test_pair "test fill" 60 -- fill
   test_pair "test fill CUDAPOOL_LIMIT=16G" 60 CUDAPOOL_LIMIT=16G -- fill
