@@ -87,7 +87,8 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 }
 
 bool cp_device_nonblocking_live(const cp_device_t *dev) {
-  return atomic_load_explicit(&((cp_device_t *)dev)->live_nonblocking, memory_order_relaxed) != 0;
+  cp_device_t *d = (cp_device_t *)dev;
+  return atomic_load(&d->live_nonblocking) != 0 || atomic_load(&d->n_orphans) != 0;
 }
 
 int cp_device_id(const cp_device_t *dev) { return dev->id; }
@@ -287,9 +288,12 @@ static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStre
   if (s) {
     atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
     HASH_DEL(dev->streams, s);
+    /* Ordered first, counted gone after: a legacy synchronisation that then
+     * finds no non-blocking stream live (serve.c) was called after the
+     * legacy stream's wait on the stream's work, or sees the orphan. */
+    if (api) order_destroyed_stream(api, dev, s, captures);
     atomic_fetch_sub(&dev->live_streams, 1);
     if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
-    if (api) order_destroyed_stream(api, dev, s, captures);
     free(s);
   }
   pthread_mutex_unlock(&dev->lock);

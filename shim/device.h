@@ -51,7 +51,8 @@ typedef struct cp_device {
    * event of a capture the stream began. The next barrier or fence makes
    * the legacy stream wait on them (or finds them complete) and drops them. */
   cudaEvent_t *orphan_events;
-  int n_orphans, cap_orphans;
+  atomic_int n_orphans; /* written under `lock`; read without it by cp_device_nonblocking_live */
+  int cap_orphans;
   _Atomic uintptr_t default_mempool; /* its default memory pool once asked, else 0 */
   atomic_uint resets;                /* cudaDeviceReset and primary-context releases seen */
 } cp_device_t;
@@ -105,7 +106,10 @@ void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool, unsigned e
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
  * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);
-/* Whether a non-blocking stream the program created is live on it. */
+/* Whether work a legacy-stream synchronisation does not wait for may be
+ * queued on it: a non-blocking stream the program created is live, or a
+ * stream destroyed while a capture ran left an orphan event the legacy
+ * stream has not been made to wait on yet. */
 bool cp_device_nonblocking_live(const cp_device_t *dev);
 /* Stream bookkeeping, called after the real call succeeded. Reporting a
  * known handle again updates it (a stream one layer created and the other

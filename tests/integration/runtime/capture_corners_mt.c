@@ -30,6 +30,16 @@ Test(shim_it_mt, stream_destroyed_during_another_threads_thread_local_capture_is
        "corner_destroy_threadlocal: errors=0 begin=0 destroy=0 end=0 graph_null=0 races=0 last=0\n");
 }
 
+/* Then a legacy-stream synchronisation with no non-blocking stream live:
+ * it does not wait for the destroyed stream's work, which the legacy stream
+ * has not been made to wait on yet (shim/device.c,
+ * cp_device_nonblocking_live counts the orphan events); it made every
+ * earlier free ready: races=1. */
+Test(shim_it_mt, legacy_sync_after_a_stream_destroyed_during_a_capture_does_not_ready_its_blocks) {
+  same("destroy_then_legacy_sync",
+       "corner_destroy_then_legacy_sync: errors=0 begin=0 destroy=0 end=0 graph_null=0 races=0 last=0\n");
+}
+
 /* A stream destroyed while it captures: its pre-capture event, which
  * covers its work from before the capture, becomes an orphan event (it
  * was dropped with the capture's record: races=1). */

@@ -6,7 +6,8 @@
  * capture that no call of the program breaks ends with a graph (end=0).
  *
  *   capture_corners destroy_relaxed | destroy_threadlocal | destroy_own_capture |
- *                   end_during_other | fork_join_nonblocking | fork_join_blocking
+ *                   destroy_then_legacy_sync | end_during_other |
+ *                   fork_join_nonblocking | fork_join_blocking
  *
  * destroy_*: memsets on non-blocking stream S write p and p2, both freed; a
  *   capture begins elsewhere (relaxed on non-blocking C in this thread, or
@@ -14,7 +15,10 @@
  *   an allocation (served after a barrier, under the shim) is written on
  *   the legacy stream. destroy_own_capture: S itself begins a relaxed
  *   capture and is destroyed while capturing (the capture ends with it; end=
- *   is then C's capture status, none).
+ *   is then C's capture status, none). destroy_then_legacy_sync: as
+ *   destroy_threadlocal, then cudaStreamSynchronize(0) before the
+ *   allocation, with no non-blocking stream left live: the legacy stream's
+ *   synchronisation does not wait for S's work.
  * end_during_other: memsets on A write a and b, both freed; a relaxed
  *   capture on C; an allocation during it (a barrier that leaves C out
  *   makes a and b ready); another thread begins a thread-local capture on
@@ -56,16 +60,16 @@ static void *thread_local_capture(void *arg) {
   return NULL;
 }
 
-enum destroy_during { RELAXED_ELSEWHERE, THREAD_LOCAL_ELSEWHERE, ITS_OWN_CAPTURE };
+enum destroy_during { RELAXED_ELSEWHERE, THREAD_LOCAL_ELSEWHERE, ITS_OWN_CAPTURE, THREAD_LOCAL_THEN_SYNC };
 
 static void destroy_during_capture(enum destroy_during during) {
   static const char *const tags[] = {"corner_destroy_relaxed", "corner_destroy_threadlocal",
-                                     "corner_destroy_own_capture"};
+                                     "corner_destroy_own_capture", "corner_destroy_then_legacy_sync"};
   const char *tag = tags[during];
-  int thread_local = during == THREAD_LOCAL_ELSEWHERE;
-  cudaStream_t s, c;
+  int thread_local = during == THREAD_LOCAL_ELSEWHERE || during == THREAD_LOCAL_THEN_SYNC;
+  cudaStream_t s, c = NULL; /* with thread_local, no non-blocking stream is left live */
   int errors = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess;
-  errors += cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking) != cudaSuccess;
+  if (!thread_local) errors += cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking) != cudaSuccess;
   pthread_barrier_t step;
   pthread_barrier_init(&step, NULL, 2);
   struct other_capture o = {.step = &step};
@@ -97,6 +101,7 @@ static void destroy_during_capture(enum destroy_during during) {
   } else {
     end = end_capture(c, &graph_null);
   }
+  if (during == THREAD_LOCAL_THEN_SYNC) errors += cudaStreamSynchronize(0) != cudaSuccess;
   errors += cudaMalloc(&q, MiB) != cudaSuccess;
   errors += cudaMemsetAsync(q, 2, MiB, 0) != cudaSuccess;
   errors += cudaFree(q) != cudaSuccess;
@@ -105,7 +110,7 @@ static void destroy_during_capture(enum destroy_during during) {
          destroy, end, graph_null, fake_races() - r0, (int)cudaGetLastError());
   printf("info: %s reused=%d\n", tag, q == p || q == p2);
   pthread_barrier_destroy(&step);
-  cudaStreamDestroy(c);
+  if (c) cudaStreamDestroy(c);
 }
 
 static void end_during_other_capture(void) {
@@ -195,6 +200,8 @@ int main(int argc, char **argv) {
     destroy_during_capture(THREAD_LOCAL_ELSEWHERE);
   else if (!strcmp(what, "destroy_own_capture"))
     destroy_during_capture(ITS_OWN_CAPTURE);
+  else if (!strcmp(what, "destroy_then_legacy_sync"))
+    destroy_during_capture(THREAD_LOCAL_THEN_SYNC);
   else if (!strcmp(what, "end_during_other"))
     end_during_other_capture();
   else if (!strcmp(what, "fork_join_nonblocking"))
@@ -203,7 +210,7 @@ int main(int argc, char **argv) {
     fork_join(1);
   else {
     fprintf(stderr, "usage: capture_corners destroy_relaxed|destroy_threadlocal|destroy_own_capture|"
-                    "end_during_other|fork_join_nonblocking|fork_join_blocking\n");
+                    "destroy_then_legacy_sync|end_during_other|fork_join_nonblocking|fork_join_blocking\n");
     return 2;
   }
   print_pool(0);
