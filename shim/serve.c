@@ -248,10 +248,19 @@ static cp_device_t *owner_of(uintptr_t p) {
  * created stream is known on its device's table, and a stream the shim does
  * not know may be anyone's. */
 static bool stream_of_another_device(uintptr_t p, uintptr_t stream) {
-  if (atomic_load_explicit(&cp_visible_devices, memory_order_acquire) == 1) return false;
+  /* Asked of the flavour in use (a driver-level program has no runtime to
+   * ask), once it has answered. */
+  static atomic_int devices;
+  int n = atomic_load_explicit(&devices, memory_order_relaxed);
+  if (n == 0 && (n = cp_device_count()) > 0) atomic_store_explicit(&devices, n, memory_order_relaxed);
+  if (n == 1) return false;
   cp_device_t *owner = cp_sole_device_with_pool();
   if (!owner && !(owner = owner_of(p))) return false; /* no pool's: CUDA's call */
-  if (cp_serve_special_stream(stream)) return cp_current_device() != owner;
+  if (cp_serve_special_stream(stream)) {
+    const cp_api_t *api = cp_api();
+    int current = -1;
+    return !api || api->current_device(&current) != 0 || current != cp_device_id(owner);
+  }
   return !cp_device_stream_known(owner, (cudaStream_t)stream);
 }
 
