@@ -10,6 +10,7 @@ section_driver() {
   static_pair "static errors" 45 errors
   static_pair "static race" 60 race --loops 2
   static_pair "static async_race" 90 async_race --loops 2
+  static_pair "static capture_race" 90 capture_race --loops 2
   static_pair "static stress" 60 stress --iters 1000
   static_pair "static fill" 60 fill
   if shim_built; then

@@ -12,6 +12,8 @@ section_test() {
   test_pair "test async_race" 90 -- async_race
   # Per-thread default streams from two threads, no stream created (issue 31).
   test_pair "test ptds_race" 60 -- ptds_race
+  # Destroy during a capture, fork/join captures (issue 31).
+  test_pair "test capture_race" 90 -- capture_race
   test_pair "test stress" 90 -- stress
   test_pair "test fill" 60 -- fill
   test_pair "test fill CUDAPOOL_LIMIT=16G" 60 CUDAPOOL_LIMIT=16G -- fill

@@ -44,7 +44,11 @@
  * - mem_alloc: 0, ENOMEM (the device is full) or EIO (any other failure).
  * - event_create: timing disabled.
  * - event_query: 1 complete; 0 not yet, or an error.
- * - stream_idle: 1 all its work is done; 0 not yet, or unknown. */
+ * - stream_idle: 1 all its work is done; 0 not yet, or unknown.
+ * - stream_capturing: 1 the stream takes part in a capture (it began one,
+ *   or joined one by waiting on an event recorded in it); 0 not; -1 unknown
+ *   (an error, or a driver without cuStreamIsCapturing). Never invalidates
+ *   a capture: only asked of created streams, never of the legacy one. */
 #define CP_API_OPS(X)                                               \
   X(int, current_device, (int *dev))                                \
   X(int, device_count, (int *count))                                \
@@ -59,7 +63,8 @@
   X(int, event_query, (cudaEvent_t ev))                             \
   X(int, event_sync, (cudaEvent_t ev))                              \
   X(int, stream_wait, (cudaStream_t stream, cudaEvent_t ev))        \
-  X(int, stream_idle, (cudaStream_t stream))
+  X(int, stream_idle, (cudaStream_t stream))                        \
+  X(int, stream_capturing, (cudaStream_t stream))
 
 typedef struct cp_api {
   const char *name; /* "runtime" or "driver" */

@@ -135,6 +135,12 @@ static int drv_stream_idle(cudaStream_t s) {
   return cp_drv.cuStreamQuery && cp_drv.cuStreamQuery(s) == CUDA_SUCCESS;
 }
 
+static int drv_stream_capturing(cudaStream_t s) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!cp_drv.cuStreamIsCapturing || cp_drv.cuStreamIsCapturing(s, &status) != CUDA_SUCCESS) return -1;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 #define DRV_OP(ret, op, params) .op = drv_##op,
 const cp_api_t cp_api_driver = {.name = "driver", CP_API_OPS(DRV_OP)};
 #undef DRV_OP

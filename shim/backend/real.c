@@ -181,6 +181,13 @@ static int rt_stream_wait(cudaStream_t stream, cudaEvent_t ev) {
 
 static int rt_stream_idle(cudaStream_t stream) { return done_or_clear(cp_real.cudaStreamQuery(stream)); }
 
+static int rt_stream_capturing(cudaStream_t stream) {
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (!cp_real.cudaStreamIsCapturing) return -1;
+  if (ok_or_clear(cp_real.cudaStreamIsCapturing(stream, &status)) != 0) return -1;
+  return status != cudaStreamCaptureStatusNone;
+}
+
 #define RT_OP(ret, op, params) .op = rt_##op,
 const cp_api_t cp_api_runtime = {.name = "runtime", CP_API_OPS(RT_OP)};
 #undef RT_OP

@@ -151,13 +151,19 @@ int cp_drv_capturing(uintptr_t stream, bool *capturing) {
   return rc;
 }
 
+static int drv_stream_sync(uintptr_t stream) {
+  return cp_drv.cuStreamSynchronize ? cp_drv.cuStreamSynchronize((CUstream)stream) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
 /* The plain and the per-thread-default-stream variant alike. */
 #define CP_FREE_ASYNC(name, ptsz)                                                             \
   static int real_##name(uintptr_t p, uintptr_t stream) {                                     \
     return cp_drv.name((CUdeviceptr)p, (CUstream)stream);                                     \
   }                                                                                           \
-  static const cp_async_calls_t calls_##name = {                                              \
-      .free_async = real_##name, .capturing = cp_drv_capturing, .per_thread = ptsz};          \
+  static const cp_async_calls_t calls_##name = {.free_async = real_##name,                    \
+                                                .capturing = cp_drv_capturing,                \
+                                                .synchronize = drv_stream_sync,               \
+                                                .per_thread = ptsz};                          \
   CUresult cp_w_##name(CUdeviceptr dptr, CUstream hStream) {                                  \
     CP_DRV_NEED(name);                                                                        \
     if (!dptr || cp_inside || !cp_hooking()) return cp_drv.name(dptr, hStream);               \

@@ -62,13 +62,17 @@ int cp_rt_capturing(uintptr_t stream, bool *capturing) {
   return rc;
 }
 
+static int rt_stream_sync(uintptr_t stream) { return cp_real.cudaStreamSynchronize((cudaStream_t)stream); }
+
 /* entry: what the entry counts show it as (the twin is counted with the plain call). */
 #define CP_FREE_ASYNC(name, ptsz, entry)                                                           \
   static int real_##name(uintptr_t p, uintptr_t stream) {                                          \
     return cp_real.name((void *)p, (cudaStream_t)stream);                                          \
   }                                                                                                \
-  static const cp_async_calls_t calls_##name = {                                                   \
-      .free_async = real_##name, .capturing = cp_rt_capturing, .per_thread = ptsz};                \
+  static const cp_async_calls_t calls_##name = {.free_async = real_##name,                         \
+                                                .capturing = cp_rt_capturing,                      \
+                                                .synchronize = rt_stream_sync,                     \
+                                                .per_thread = ptsz};                               \
   CP_EXPORT cudaError_t name(void *devPtr, cudaStream_t hStream) {                                 \
     if (!cp_shim_init() || !devPtr) return cp_real.name(devPtr, hStream);                          \
     if (cp_opts.verbose) cp_entry_call(entry, cp_serve_owned((uintptr_t)devPtr));                  \

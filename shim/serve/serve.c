@@ -232,17 +232,63 @@ static bool stream_known(uintptr_t stream) {
   return false;
 }
 
+/* The device whose pool owns p, or NULL. */
+static cp_device_t *owner_of(uintptr_t p) {
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool && cp_block_size(pool, p)) return dev;
+  }
+  return NULL;
+}
+
+/* Whether the stream may be of another device than the pool block p: a
+ * barrier reaches only the streams of the block's own device. With one
+ * visible device never; else a special handle is the current device's, a
+ * created stream is known on its device's table, and a stream the shim does
+ * not know may be anyone's. */
+static bool stream_of_another_device(uintptr_t p, uintptr_t stream) {
+  /* Asked of the flavour in use (a driver-level program has no runtime to
+   * ask), once it has answered. */
+  static atomic_int devices;
+  int n = atomic_load_explicit(&devices, memory_order_relaxed);
+  if (n == 0 && (n = cp_device_count()) > 0) atomic_store_explicit(&devices, n, memory_order_relaxed);
+  if (n == 1) return false;
+  cp_device_t *owner = cp_sole_device_with_pool();
+  if (!owner && !(owner = owner_of(p))) return false; /* no pool's: CUDA's call */
+  if (cp_serve_special_stream(stream)) {
+    const cp_api_t *api = cp_api();
+    int current = -1;
+    return !api || api->current_device(&current) != 0 || current != cp_device_id(owner);
+  }
+  return !cp_device_stream_known(owner, (cudaStream_t)stream);
+}
+
 int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream) {
+  uintptr_t asked = layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream;
   /* Every capture begins through a call the shim sees, so with none in
    * progress a stream the shim knows is not capturing; CUDA is asked
    * otherwise (it also judges a stream the shim does not know). */
   if ((cp_capture_count() > 0 || !stream_known(stream)) && cp_serve_owned(p)) {
     /* A bad stream fails as natively, and the block stays the program's. */
     bool capturing = false;
-    int rc = layer->capturing(layer->per_thread && stream == 0 ? STREAM_PER_THREAD : stream, &capturing);
+    int rc = layer->capturing(asked, &capturing);
     if (rc != 0 || capturing) return rc;
   }
-  int rc = free_in_pools(p, cp_stream_tag(stream, layer->per_thread), 0);
+  uint64_t tag = cp_stream_tag(stream, layer->per_thread);
+  unsigned flags = 0;
+  if (stream_of_another_device(p, stream) && cp_serve_owned(p)) {
+    /* No barrier of the block's device orders that stream's work: the free
+     * waits for the stream, and every use the program ordered before it is
+     * then done. During a strict capture the wait could break it: the block
+     * stays the program's, as on a capturing stream (DESIGN.md). */
+    if (cp_capture_strict_active()) return 0;
+    int rc = layer->synchronize(asked);
+    if (rc != 0) return rc;
+    tag = CP_STREAM_DEVICE;
+    flags = CP_FREE_DEVICE_IDLE;
+  }
+  int rc = free_in_pools(p, tag, flags);
   return rc == 0 ? 0 : layer->free_async(rc == EINVAL ? p | 1 : p, stream);
 }
 

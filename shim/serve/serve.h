@@ -73,6 +73,7 @@ typedef struct cp_async_calls {
   /* Whether stream is capturing, as CUDA itself says (a stream that joined
    * a capture through an event counts): its native code, 0 when it answered. */
   int (*capturing)(uintptr_t stream, bool *capturing);
+  int (*synchronize)(uintptr_t stream); /* the plain stream synchronisation: its native code */
   bool per_thread; /* the _ptsz variant: stream 0 is the per-thread default stream */
 } cp_async_calls_t;
 int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t stream);

@@ -112,7 +112,22 @@ bool cp_capture_relaxed_lock(void) {
   return false;
 }
 
+void cp_capture_read_lock(void) { pthread_rwlock_rdlock(&capture_lock); }
+
+void cp_capture_write_lock(void) { pthread_rwlock_wrlock(&capture_lock); }
+
 void cp_capture_unlock(void) { pthread_rwlock_unlock(&capture_lock); }
+
+void *cp_capture_take_pre_event(uintptr_t stream) {
+  for (cp_capture_t *c = captures; c; c = c->next) {
+    if (c->stream != stream || !c->pre_event) continue;
+    cudaEvent_t ev = c->pre_event;
+    c->pre_event = NULL;
+    atomic_fetch_add(&captures_without_pre_event, 1);
+    return ev;
+  }
+  return NULL;
+}
 
 bool cp_capture_of(uintptr_t stream, void **pre_event) {
   for (cp_capture_t *c = captures; c; c = c->next) {

@@ -12,8 +12,9 @@
  * ordering work takes it for reading with cp_capture_none_lock().
  *
  * Invariant: captures_active counts the list; cp_strict_captures_active counts
- * its strict entries; every record's pre-capture event is destroyed when
- * the record goes. */
+ * its strict entries, captures_without_pre_event those with no pre-capture
+ * event; every record's pre-capture event is destroyed when the record goes,
+ * unless a destroy of its stream took it first. */
 #ifndef CUDAPOOL_SHIM_CAPTURE_H
 #define CUDAPOOL_SHIM_CAPTURE_H
 
@@ -51,7 +52,20 @@ bool cp_capture_none_lock(void);
  * every one is relaxed and has its pre-capture event: ordering work that
  * leaves the capturing streams alone may then be issued. */
 bool cp_capture_relaxed_lock(void);
+/* The lock for reading, whatever captures run: for ordering work that
+ * touches no capturing stream nor the legacy stream (a stream whose capture
+ * has just ended waiting on the last barrier), which then no capture can
+ * begin or end across. */
+void cp_capture_read_lock(void);
+/* The lock for writing: the records may then change (a stream destroyed
+ * while captures run). */
+void cp_capture_write_lock(void);
 void cp_capture_unlock(void);
+/* With the lock held for writing: the pre-capture event of the capture
+ * stream began, now the caller's (its stream is being destroyed, and the
+ * event goes on covering that stream's work from before the capture), or
+ * NULL. The capture then counts as one without a pre-capture event. */
+void *cp_capture_take_pre_event(uintptr_t stream);
 /* With the lock held: whether stream is capturing, and its pre-capture
  * event (a cudaEvent_t, or NULL). */
 bool cp_capture_of(uintptr_t stream, void **pre_event);

@@ -22,8 +22,11 @@
  * every capture is relaxed and on a non-blocking stream of this device: the
  * capturing stream is then represented by the event recorded on it just
  * before its capture began (capture.h), and waits for the last barrier when
- * its capture ends. Otherwise they are refused, and the pool falls back on
- * releasing segments that hold no live block.
+ * its capture ends; and no stream has joined a capture through an event
+ * wait (captures_allow_ordering). Otherwise they are refused, and the pool
+ * falls back on releasing segments that hold no live block. Work of streams
+ * destroyed while a capture ran is ordered through the device's orphan
+ * events (device.h), which the legacy stream waits on before its record.
  *
  * The page entries, for expandable segments, are the driver's virtual
  * memory calls whatever the flavour (cuda_vmm.c).
@@ -67,16 +70,50 @@ static bool capturing(const cp_stream_entry_t *s, void **pre_event) {
 }
 
 /* Ordering work may go on while captures run if every one is relaxed, on a
- * non-blocking stream of this device, with its pre-capture event: then the
- * legacy stream is free to use (it covers no capturing stream), and the
- * capturing streams are left alone, their earlier work covered by their
- * pre-capture events. */
+ * non-blocking stream of this device, with its pre-capture event, and no
+ * other stream the shim knows has joined one (by waiting on an event
+ * recorded in a capture: CUDA says so, asked of each stream, only while a
+ * capture runs): then the legacy stream is free to use (it covers no
+ * capturing stream), and the capturing streams are left alone, their
+ * earlier work covered by their pre-capture events. A joined stream has no
+ * such event (the join is a cudaStreamWaitEvent the shim does not see), and
+ * a record or wait on it would join the barrier to the capture or break it:
+ * ordering waits for its capture to end. */
 static bool captures_allow_ordering(cp_device_t *dev) {
   int n = cp_capture_count(), covered = 0;
+  if (n == 0) return true;
   cp_stream_entry_t *s, *tmp;
   void *pre;
-  HASH_ITER(hh, dev->streams, s, tmp) covered += s->nonblocking && capturing(s, &pre);
+  HASH_ITER(hh, dev->streams, s, tmp) {
+    if (capturing(s, &pre))
+      covered += s->nonblocking;
+    else if (API()->stream_capturing(s->stream) == 1)
+      return false;
+  }
   return covered == n;
+}
+
+/* With the device lock held: the legacy stream made to wait for the work of
+ * streams destroyed while a capture ran (device.h), unless it is done; each
+ * event is dropped once waited on or found complete. False when a wait
+ * failed (those events are kept). Clears *all_idle when one was waited on. */
+static bool order_orphans(const cp_api_t *api, cp_device_t *dev, bool *all_idle) {
+  bool ok = true;
+  int kept = 0;
+  for (int i = 0; i < dev->n_orphans; i++) {
+    cudaEvent_t ev = dev->orphan_events[i];
+    if (!api->event_query(ev)) {
+      *all_idle = false;
+      if (!ok || api->stream_wait(cudaStreamLegacy, ev) != 0) {
+        ok = false;
+        dev->orphan_events[kept++] = ev;
+        continue;
+      }
+    }
+    api->event_destroy(ev);
+  }
+  dev->n_orphans = kept;
+  return ok;
 }
 
 /* Ordering work (barriers, fences) is issued in the device's context, under
@@ -119,6 +156,7 @@ static int cuda_barrier(void *ctx, int device) {
            api->stream_wait(cudaStreamLegacy, s->event) == 0;
     }
   }
+  ok = ok && order_orphans(api, dev, &all_idle);
   /* The legacy stream idle too: no work from before the barrier is left to
    * order anything after. Only with non-blocking streams live, where the
    * query saves a record and a wait per stream (half the barrier's cost on
@@ -195,6 +233,8 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
     ok = ev && api->event_record(ev, s->stream) == 0;
     if (ev) f->events[f->n++] = ev;
   }
+  bool all_idle = true; /* a fence records on the legacy stream whatever it says */
+  ok = ok && order_orphans(api, dev, &all_idle);
   if (ok) {
     cudaEvent_t ev = take_event(dev);
     ok = ev && api->event_record(ev, cudaStreamLegacy) == 0;

@@ -87,7 +87,8 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 }
 
 bool cp_device_nonblocking_live(const cp_device_t *dev) {
-  return atomic_load_explicit(&((cp_device_t *)dev)->live_nonblocking, memory_order_relaxed) != 0;
+  cp_device_t *d = (cp_device_t *)dev;
+  return atomic_load(&d->live_nonblocking) != 0 || atomic_load(&d->n_orphans) != 0;
 }
 
 int cp_device_id(const cp_device_t *dev) { return dev->id; }
@@ -149,6 +150,7 @@ void cp_device_reset(cp_device_t *dev) {
   atomic_store(&dev->live_nonblocking, 0);
   dev->barrier_event = NULL;
   dev->n_spare = 0;
+  dev->n_orphans = 0; /* gone with the context, as their streams */
   atomic_store(&dev->default_mempool, 0); /* the new context has its own */
   atomic_fetch_add_explicit(&dev->resets, 1, memory_order_release);
   pthread_mutex_unlock(&dev->lock);
@@ -193,9 +195,11 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
   atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
   if (s) {
     s->nonblocking = nonblocking;
-    /* Without an event no barrier can reach this stream: same-thread reuse
-     * is already off (a stream is live); barriers fall back to fences. */
-    if (nonblocking && !s->event && (!api || api->event_create(&s->event) != 0)) s->event = NULL;
+    /* Without an event no barrier can reach a non-blocking stream (same-thread
+     * reuse is already off: a stream is live; barriers fall back to fences),
+     * and a destroy during a capture could not order a stream's work (none
+     * may be made then: stream_destroying_on). */
+    if (!s->event && (!api || api->event_create(&s->event) != 0)) s->event = NULL;
     if (nonblocking) {
       atomic_fetch_add(&dev->live_nonblocking, 1);
       if (api) order_after_past_work(api, dev, stream, no_capture);
@@ -230,24 +234,66 @@ bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream) {
   return s != NULL;
 }
 
+/* With the device lock held: keeps ev for the next barrier or fence to
+ * order before the legacy stream's work (device.h). */
+static bool keep_orphan(cp_device_t *dev, cudaEvent_t ev) {
+  if (dev->n_orphans == dev->cap_orphans) {
+    int cap = dev->cap_orphans ? dev->cap_orphans * 2 : 8;
+    cudaEvent_t *grown = realloc(dev->orphan_events, (size_t)cap * sizeof *grown);
+    if (!grown) return false;
+    dev->orphan_events = grown;
+    dev->cap_orphans = cap;
+  }
+  dev->orphan_events[dev->n_orphans++] = ev;
+  return true;
+}
+
+/* The legacy stream waits only for live blocking streams: work still queued
+ * on a destroyed one, blocking or not, must precede the legacy stream's next
+ * work, so that later barriers cover it. With no capture running the legacy
+ * stream is made to wait now. While one runs no legacy-stream work may be
+ * issued (a blocking stream may be capturing), so the event recorded on the
+ * stream goes to the device's orphans, which the next barrier or fence
+ * orders (cuda_backend.c); a stream that began a capture cannot be recorded
+ * on, and its pre-capture event, which covers its work from before the
+ * capture, goes there instead. Device lock held, the capture lock for
+ * writing when captures. */
+static void order_destroyed_stream(const cp_api_t *api, cp_device_t *dev, cp_stream_entry_t *s,
+                                   bool captures) {
+  cudaEvent_t ev = s->event;
+  if (!captures) {
+    if (!ev && api->event_create(&ev) != 0) ev = NULL;
+    if (ev && api->event_record(ev, s->stream) == 0) api->stream_wait(cudaStreamLegacy, ev);
+    if (ev) api->event_destroy(ev);
+    return;
+  }
+  cudaEvent_t pre = cp_capture_take_pre_event((uintptr_t)s->stream);
+  if (pre) {
+    if (ev) api->event_destroy(ev);
+    ev = pre;
+  } else if (!ev || api->stream_capturing(s->stream) == 1 || api->event_record(ev, s->stream) != 0) {
+    /* Joined to a capture (natively the destroy invalidates it): its work
+     * from before the join has nothing left to record it by. */
+    if (ev) api->event_destroy(ev);
+    return;
+  }
+  if (!keep_orphan(dev, ev)) api->event_destroy(ev);
+}
+
 /* Forget the stream on whichever device knows it; true if one did. */
-static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream,
-                                 bool no_capture) {
+static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream, bool captures) {
   pthread_mutex_lock(&dev->lock);
   cp_stream_entry_t *s;
   HASH_FIND_PTR(dev->streams, &stream, s);
   if (s) {
     atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
     HASH_DEL(dev->streams, s);
+    /* Ordered first, counted gone after: a legacy synchronisation that then
+     * finds no non-blocking stream live (serve.c) was called after the
+     * legacy stream's wait on the stream's work, or sees the orphan. */
+    if (api) order_destroyed_stream(api, dev, s, captures);
     atomic_fetch_sub(&dev->live_streams, 1);
     if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
-    /* The legacy stream waits only for live blocking streams: work still
-     * queued on a destroyed one, blocking or not, is made to precede the
-     * legacy stream's next work here, so later barriers cover it. */
-    cudaEvent_t ev = s->event;
-    if (!ev && api && no_capture && api->event_create(&ev) != 0) ev = NULL;
-    if (ev && no_capture && api->event_record(ev, stream) == 0) api->stream_wait(cudaStreamLegacy, ev);
-    if (ev) api->event_destroy(ev);
     free(s);
   }
   pthread_mutex_unlock(&dev->lock);
@@ -256,18 +302,26 @@ static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStre
 
 void cp_stream_destroying(cudaStream_t stream) {
   const cp_api_t *api = cp_api();
-  bool no_capture = cp_capture_none_lock(); /* lock order: capture, device */
+  bool captures = !cp_capture_none_lock(); /* lock order: capture, device */
+  if (captures) cp_capture_write_lock();   /* a capture's pre-capture event may be taken */
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     cp_device_t *dev = cp_device(i);
-    if (atomic_load(&dev->live_streams) && stream_destroying_on(api, dev, stream, no_capture)) break;
+    if (atomic_load(&dev->live_streams) && stream_destroying_on(api, dev, stream, captures)) break;
   }
-  if (no_capture) cp_capture_unlock();
+  cp_capture_unlock();
 }
 
+/* Whatever other captures run (a strict one included): the wait touches
+ * only this stream, whose capture is over, and an event recorded on the
+ * legacy stream, which no capture holds. The read lock keeps captures from
+ * beginning or ending across it; a capture begun on the stream again
+ * meanwhile waits when that one ends. */
 void cp_stream_after_barriers(cudaStream_t stream) {
   const cp_api_t *api = cp_api();
-  if (!api || !cp_capture_relaxed_lock()) return; /* lock order: capture, device */
-  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+  if (!api) return;
+  cp_capture_read_lock(); /* lock order: capture, device */
+  void *pre;
+  for (int i = 0; i < CP_MAX_DEVICES && !cp_capture_of((uintptr_t)stream, &pre); i++) {
     cp_device_t *dev = cp_device(i);
     if (!atomic_load(&dev->live_streams)) continue;
     pthread_mutex_lock(&dev->lock);

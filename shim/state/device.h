@@ -28,7 +28,7 @@
 
 typedef struct cp_stream_entry {
   cudaStream_t stream;
-  cudaEvent_t event; /* recorded on it by barriers and fences */
+  cudaEvent_t event; /* recorded on it by barriers and fences, and by its destroy */
   bool nonblocking;
   UT_hash_handle hh;
 } cp_stream_entry_t;
@@ -44,6 +44,13 @@ typedef struct cp_device {
   cudaEvent_t barrier_event; /* E, recorded on the legacy stream */
   cudaEvent_t *spare_events; /* for fences */
   int n_spare, cap_spare;
+  /* Work of streams destroyed while a capture ran (no legacy-stream wait
+   * could be issued then): an event recorded on each, or the pre-capture
+   * event of a capture the stream began. The next barrier or fence makes
+   * the legacy stream wait on them (or finds them complete) and drops them. */
+  cudaEvent_t *orphan_events;
+  atomic_int n_orphans; /* written under `lock`; read without it by cp_device_nonblocking_live */
+  int cap_orphans;
   _Atomic uintptr_t default_mempool; /* its default memory pool once asked, else 0 */
   atomic_uint resets;                /* cudaDeviceReset and primary-context releases seen */
 } cp_device_t;
@@ -97,7 +104,10 @@ void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool, unsigned e
 /* Forget the device's pool without freeing it in CUDA (cudaDeviceReset);
  * threads still using it may finish their call on it. */
 void cp_device_reset(cp_device_t *dev);
-/* Whether a non-blocking stream the program created is live on it. */
+/* Whether work a legacy-stream synchronisation does not wait for may be
+ * queued on it: a non-blocking stream the program created is live, or a
+ * stream destroyed while a capture ran left an orphan event the legacy
+ * stream has not been made to wait on yet. */
 bool cp_device_nonblocking_live(const cp_device_t *dev);
 /* Stream bookkeeping, called after the real call succeeded. Reporting a
  * known handle again updates it (a stream one layer created and the other
@@ -107,7 +117,8 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
  * stream the shim does not know may belong to another device). */
 bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream);
 /* Before the real cudaStreamDestroy: orders its pending work before later
- * legacy-stream work, so a barrier issued after it still covers that work. */
+ * legacy-stream work, so a barrier issued after it still covers that work:
+ * at once when no capture runs, else through the device's orphan events. */
 void cp_stream_destroying(cudaStream_t stream);
 /* The stream (known on some device) waits for the last barrier issued there:
  * a stream that was capturing was left out of the barriers meanwhile. */

@@ -114,3 +114,17 @@ Test(shim_it, torch_pluggable_entry_points_serve_stream_ordered) {
   it_free(&n);
   it_free(&s);
 }
+
+/* cudaFreeAsync of a device 0 block on a stream of device 1
+ * (tests/programs/runtime/cross_device.c): device 0's barriers do not reach
+ * that stream, so the free waits for it (shim/serve.c,
+ * stream_of_another_device). Before, a barrier of device 0 made the block
+ * ready while device 1's memset still wrote it: races=1. */
+Test(shim_it, stream_ordered_free_on_another_devices_stream_waits_for_that_stream) {
+  it_result n, s;
+  it_same(&n, &s, ((const char *const[]){"FAKECUDA_DEVICES=2", NULL}), "cross_device", NULL);
+  cr_assert(eq(str, (char *)it_compared(&n), "cross_device_free_async: count=2 errors=0 races=0 last=0\n"));
+  cr_assert(eq(long, it_val(&s, "pool", "num_free", -1), 3), "the pool took the blocks back\n%s", s.out);
+  it_free(&n);
+  it_free(&s);
+}
