@@ -15,7 +15,8 @@
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  cudaError_t (*malloc_fn)(void **, size_t) = h ? (cudaError_t(*)(void **, size_t))dlsym(h, "cudaMalloc") : NULL;
+  cudaError_t (*malloc_fn)(void **, size_t) =
+      h ? (cudaError_t(*)(void **, size_t))dlsym(h, "cudaMalloc") : NULL;
   void *p = NULL;
   if (malloc_fn) (void)malloc_fn(&p, MiB);
   char live[96];
@@ -23,7 +24,8 @@ int main(int argc, char **argv) {
   int has_live = access(live, F_OK) == 0;
   int closed = h ? dlclose(h) : -1;
   void *again = dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD);
-  printf("dlclose: opened=%d live=%d closed=%d still_mapped=%d\n", h != NULL, has_live, closed, again != NULL);
+  printf("dlclose: opened=%d live=%d closed=%d still_mapped=%d\n", h != NULL, has_live, closed,
+         again != NULL);
   if (again) dlclose(again);
   fflush(stdout);
   return 0;
