@@ -7,7 +7,9 @@
  *     truncate, refuse) is taken on fstat() of the descriptor itself, so
  *     nothing can be swapped between a check and the use;
  *   - a file this process did not just create is truncated only after every
- *     check has passed;
+ *     check has passed, the lock included;
+ *   - a regular file is written only under flock(LOCK_EX), taken without
+ *     waiting: one output path given to several processes has one writer;
  *   - `reg.files` lists the regular files (device, inode) of descriptors
  *     handed out and not yet closed; it is changed under `reg.lock` only, and
  *     a fork never finds the lock held (pthread_atfork);
@@ -27,6 +29,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -122,8 +125,12 @@ static int check_named(int fd, bool created, struct stat *st) {
     if (!created) {
       if (st->st_uid != geteuid() || st->st_nlink != 1) return EPERM;
       if (reg_has(st)) return EBUSY;
-      if (st->st_size != 0 && ftruncate(fd, 0) != 0) return errno;
     }
+    /* Another process writing this file holds the lock: refused, untouched
+     * (never truncated, never interleaved). Held until the descriptor's
+     * last copy is closed: at close, at exit, or by an exec. */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
+    if (!created && st->st_size != 0 && ftruncate(fd, 0) != 0) return errno;
   } else if (!S_ISFIFO(st->st_mode) && !S_ISCHR(st->st_mode)) {
     return EINVAL;
   }
@@ -231,6 +238,8 @@ const char *cp_outfile_rule(int err) {
       return "an existing file is replaced only when it is a regular file of this user with a "
              "single link";
     case EBUSY: return "cudapool already writes another output to this file";
+    case EAGAIN:
+      return "another process writes this file now (put %p in the name for one file per process)";
     case ENXIO: return "a FIFO is written only when a reader has it open";
     case EINVAL: return "only a regular file, a FIFO or a character device is written";
     default: return NULL;

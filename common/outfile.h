@@ -21,6 +21,10 @@
  *     the effective user and has a single link, else EPERM, untouched;
  *   - an existing regular file that cudapool already has open for another
  *     output is refused (EBUSY), untouched;
+ *   - a regular file is locked (flock, exclusive) for as long as it is open;
+ *     one that another process has locked (writes now) is refused (EAGAIN),
+ *     untouched: several processes given one name without %p never write
+ *     into one file at once;
  *   - a FIFO is opened without blocking: without a reader it fails at once
  *     (ENXIO); with one it is then written blocking, like any pipe;
  *   - a character device is written as it is (/dev/null, a terminal);
@@ -53,8 +57,8 @@ int cp_outfile_write(int fd, const void *buf, size_t n);
 int cp_outfile_close(int fd);
 
 /* Which rule of cudapool refused a file, for a warning: a phrase for the
- * errno values the rules above return (ELOOP, EEXIST, EPERM, EBUSY, ENXIO,
- * EINVAL), NULL for the others. */
+ * errno values the rules above return (ELOOP, EEXIST, EPERM, EBUSY, EAGAIN,
+ * ENXIO, EINVAL), NULL for the others. */
 const char *cp_outfile_rule(int err);
 
 #endif

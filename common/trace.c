@@ -18,8 +18,9 @@
  *
  * Writing: formatting and write() happen under `g.file_lock`, one write per
  * chunk of whole lines, by the writer thread; by the recording thread itself
- * only when there is no writer thread (it could not be created, or after
- * fork in the child) or at close. Per thread, chunks are written in record
+ * only when there is no writer thread (it could not be created, after fork
+ * in the child, or between an exec and its failure: cp_trace_before_exec)
+ * or at close. Per thread, chunks are written in record
  * order: the writer empties the queue before it takes a partial buffer.
  *
  * The file is opened, written and closed through outfile.c (no symbolic link
@@ -596,3 +597,41 @@ void cp_trace_close(void) {
 }
 
 int cp_trace_error(void) { return atomic_load(&g.err); }
+
+void cp_trace_before_exec(void) {
+  pthread_mutex_lock(&g.lock);
+  uint64_t gen = atomic_load_explicit(&g.gen, memory_order_relaxed);
+  if (gen == 0) {
+    pthread_mutex_unlock(&g.lock);
+    return;
+  }
+  if (g.writer_running) {
+    g.stop = true;
+    pthread_cond_signal(&g.wake);
+    pthread_cond_broadcast(&g.room);
+    pthread_mutex_unlock(&g.lock);
+    pthread_join(g.writer, NULL);
+    pthread_mutex_lock(&g.lock);
+    g.writer_running = false; /* recording threads now write their full buffers themselves */
+    g.stop = false;
+  }
+  flush_all(g.scratch, gen);
+  /* A gzip member ends here, so that the file is whole if the exec succeeds;
+   * writes after a failed one start the next member (gzip reads a file of
+   * several members as one stream). */
+  pthread_mutex_lock(&g.file_lock);
+  if (g.z) {
+    keep_error(put_bytes(g.fd, g.z, g.zout, NULL, 0, Z_FINISH));
+    deflateReset(g.z);
+  }
+  pthread_mutex_unlock(&g.file_lock);
+  pthread_mutex_unlock(&g.lock);
+}
+
+void cp_trace_after_failed_exec(void) {
+  pthread_mutex_lock(&g.lock);
+  uint64_t gen = atomic_load_explicit(&g.gen, memory_order_relaxed);
+  if (gen != 0 && !g.writer_running)
+    g.writer_running = cp_thread_start(writer_main, (void *)(uintptr_t)gen, "cudapool-trace", &g.writer) == 0;
+  pthread_mutex_unlock(&g.lock);
+}

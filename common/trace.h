@@ -70,6 +70,14 @@ void cp_trace_extra(const char *action, uintptr_t ptr, size_t size, uint64_t str
 /* Write everything recorded and close the file. Idempotent. Events recorded
  * by other threads while it runs may be lost. */
 void cp_trace_close(void);
+/* Before an exec (exec_hook.c): stop the writer thread, write everything
+ * recorded so far and end the gzip member, so that the file is complete if
+ * the new image replaces this one; the file stays open (close-on-exec: the
+ * exec closes it). Events other threads record meanwhile may be lost. */
+void cp_trace_before_exec(void);
+/* After an exec that failed: start the writer again; recording goes on into
+ * the same file (a .gz one gets a second gzip member). */
+void cp_trace_after_failed_exec(void);
 /* One relaxed atomic load. */
 bool cp_trace_enabled(void);
 /* Events written to the file, and events lost (write error, no memory) since

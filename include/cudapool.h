@@ -89,8 +89,11 @@ typedef struct cudapool_stats {
 #undef CUDAPOOL_X_VALUE_FIELD
 } cudapool_stats_t;
 
-/* Fill *out for one device. out->size and out->version must be set.
- * EINVAL: bad size/version or NULL; ENODEV: no such device pool. */
+/* Fill *out for one device. out->size and out->version must be set; all
+ * zero for a device not allocated on yet (before the process's first CUDA
+ * call: any device number below 64, since cudapool asks CUDA nothing before
+ * the program does). EINVAL: bad size/version or NULL; ENODEV: no such
+ * device. */
 int cudapool_stats(int device, cudapool_stats_t *out);
 /* Give whole free segments back to the driver; device -1 = every device. */
 int cudapool_empty_cache(int device);

@@ -17,11 +17,14 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*/*.h) $(wildcard common/*.h) $(wild
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) $(CUDA_INC) -Icore -Icommon -Ishim -c $< -o $@
 
 # Unversioned exports (anonymous version node): they interpose libcudart's
-# versioned references such as cudaMalloc@libcudart.so.13.
+# versioned references such as cudaMalloc@libcudart.so.13. -z nodelete: once
+# loaded the library stays mapped (dlclose of a dlopened copy unloads
+# nothing), since its threads (live stats, SIGTERM reporter, trace writer)
+# run its code until the process ends and its pools hold device memory.
 $(BUILD)/$(SHIM_REAL_NAME): $(SHIM_OBJS) $(COMMON_OBJS) $(CORE_OBJS) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)$(CC) -shared $(filter-out -fno-lto,$(LDFLAGS_BASE)) $(LTO_LDFLAGS) \
-	  -Wl,--version-script=shim/exports.map -Wl,-z,defs \
+	  -Wl,--version-script=shim/exports.map -Wl,-z,defs -Wl,-z,nodelete \
 	  -Wl,-soname,$(SHIM_SONAME) -o $@ $(SHIM_OBJS) $(COMMON_OBJS) $(CORE_OBJS) -ldl -lz
 
 # Relative links, so that the build folder can move. make sees a link's

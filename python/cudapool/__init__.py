@@ -71,11 +71,18 @@ def _check(rc, call):
         raise OSError(rc, "%s failed: %s (%s)" % (call, name, os.strerror(rc)))
 
 
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
 def _device(device):
     # The library judges the number (ENODEV, EINVAL); this only keeps ctypes
-    # from truncating something that is not an int.
+    # from cutting it to a C int: a non-int, or an int outside the C int's
+    # range, whose low 32 bits would name another device (2**32 would be
+    # device 0, 2**32 - 1 would be -1, every device).
     if isinstance(device, bool) or not isinstance(device, int):
         raise TypeError("device must be an int, not %r" % (device,))
+    if not _INT_MIN <= device <= _INT_MAX:
+        raise ValueError("device %d is out of range (a device number, or -1 for every device)" % device)
     return device
 
 
@@ -105,7 +112,9 @@ def stats(device=0):
     """The counters of one device as a dict with the exit report's names
     (CUDAPOOL_STATS_FORMAT=json): every gauge as {"current", "peak"}, every
     counter and snapshot value, and "utilization" (peak allocated / peak
-    reserved, 4 decimals). All zero for a device not allocated on yet."""
+    reserved, 4 decimals). All zero for a device not allocated on yet, and,
+    before the process's first CUDA call, for any device number below 64
+    (cudapool asks CUDA nothing before the program does)."""
     lib = _need()
     device = _device(device)
     Stats, lists = _stats_struct()

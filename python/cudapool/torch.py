@@ -58,11 +58,20 @@ def library_path():
     else $CUDAPOOL_LIBRARY, else build/libcudapool.so of the source tree this
     module sits in, else the installed lib/libcudapool.so next to a
     `cudapool` launcher on PATH. Raises FileNotFoundError naming what it
-    tried."""
+    tried, or naming CUDAPOOL_LIBRARY when that names no file (never a
+    silent fall back to another library than the one asked for)."""
+    preloaded = _preloaded()
+    if preloaded:
+        return os.path.normpath(preloaded)
+    asked = os.environ.get("CUDAPOOL_LIBRARY")
+    if asked:
+        if not os.path.isfile(asked):
+            raise FileNotFoundError("CUDAPOOL_LIBRARY=%s: no such file; point it at libcudapool.so, or "
+                                    "unset it to use the preloaded or the built one" % asked)
+        return os.path.normpath(asked)
     tried = []
-    for candidate in (_preloaded(), os.environ.get("CUDAPOOL_LIBRARY"),
-                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
-                                   "libcudapool.so")):
+    for candidate in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+                                   "libcudapool.so"),):
         if candidate:
             tried.append(candidate)
             if os.path.isfile(candidate):

@@ -30,6 +30,16 @@ static cp_pool_t *pool_of(int device) {
   return dev ? cp_device_pool_if_any(dev) : NULL;
 }
 
+/* Before the program's first CUDA call (the layers not decided yet)
+ * cudapool asks CUDA nothing: which devices exist would be a CUDA call, and
+ * deciding the layers now, before a framework has loaded the runtime, would
+ * pass every later call through. Then every device number it could pool
+ * reads as all zero, unless it is disabled. */
+static bool undecided(void) {
+  cp_options_start();
+  return atomic_load_explicit(&cp_runtime_state, memory_order_acquire) == 0;
+}
+
 static bool device_exists(int device) {
   return device >= 0 && cp_device(device) && cp_pool_enabled() && device < cp_device_count();
 }
@@ -41,7 +51,7 @@ CP_EXPORT int cudapool_stats(int device, cudapool_stats_t *out) {
     cp_get_stats(pool, out);
     return 0;
   }
-  if (!device_exists(device)) return ENODEV;
+  if (undecided() ? cp_opts.disable || !cp_device(device) : !device_exists(device)) return ENODEV;
   /* A device the program has not allocated on yet: all zero. */
   memset(out, 0, sizeof *out);
   out->size = sizeof *out;
@@ -80,7 +90,8 @@ static void do_reset_peak(cp_pool_t *pool, size_t unused) {
 static void do_set_limit(cp_pool_t *pool, size_t limit) { cp_set_limit(pool, limit ? limit : CP_NO_LIMIT); }
 
 CP_EXPORT int cudapool_empty_cache(int device) {
-  if (!cp_pool_enabled()) return 0;
+  /* Not asked while undecided (above): there is no pool yet. */
+  if (!undecided() && !cp_pool_enabled()) return 0;
   return each_pool(device, do_empty, 0);
 }
 

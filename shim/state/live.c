@@ -8,10 +8,13 @@
  * could not be had cheaply at all; a thread asleep on a futex costs nothing
  * until asked, and then reads the pools exactly as the exit report does.
  *
- * Invariants: only the publisher thread writes the seqlocked part of the
- * segment; `seg` is set once, before the thread starts, and never unmapped
- * (the process's end does that); the file is removed only by the process
- * whose pid it names. */
+ * Invariants: only the publisher thread writes the seqlocked part of a
+ * segment; `seg` is set before the thread starts and changes only after an
+ * exec that failed (cp_live_after_failed_exec: the exec removed the file, so
+ * a new one is made and mapped, and the publisher is woken on the old one to
+ * move to it); no segment is ever unmapped while the thread may use it (the
+ * process's end does that; one old mapping per failed exec is left); the
+ * file is removed only by the process whose pid it names. */
 #include "state/live.h"
 
 #include <errno.h>
@@ -36,7 +39,7 @@
 
 _Static_assert(CP_LIVE_DEVICES == CP_MAX_DEVICES, "the segment holds every device");
 
-static cp_live_segment_t *seg;
+static cp_live_segment_t *_Atomic seg;
 static char seg_path[96];
 
 static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
@@ -47,36 +50,44 @@ static void futex_wake_all(_Atomic uint32_t *word) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-static void publish(void) {
-  static cudapool_stats_t devs[CP_LIVE_DEVICES]; /* the publisher's alone */
-  char header[sizeof seg->header];
+/* Also called by the thread that makes a segment, before the publisher
+ * knows it: nothing here is shared between calls. */
+static void publish(cp_live_segment_t *to) {
+  cudapool_stats_t devs[CP_LIVE_DEVICES];
+  char header[sizeof to->header];
   int n = cp_device_stats_all(devs, CP_LIVE_DEVICES);
   cp_report_header_now(header, sizeof header);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   /* An acquire read-modify-write: no store below moves above the odd
    * count (the seqlock without a fence, which ThreadSanitizer refuses). */
-  uint64_t s = atomic_fetch_add_explicit(&seg->seq, 1, memory_order_acq_rel);
-  memcpy(seg->header, header, sizeof header);
-  seg->ndevices = n;
-  memcpy(seg->devices, devs, (size_t)n * sizeof *devs);
-  seg->published_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-  atomic_store_explicit(&seg->seq, s + 2, memory_order_release);
+  uint64_t s = atomic_fetch_add_explicit(&to->seq, 1, memory_order_acq_rel);
+  memcpy(to->header, header, sizeof header);
+  to->ndevices = n;
+  memcpy(to->devices, devs, (size_t)n * sizeof *devs);
+  to->published_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  atomic_store_explicit(&to->seq, s + 2, memory_order_release);
 }
 
 static void *publisher(void *unused) {
   (void)unused;
+  cp_live_segment_t *s = NULL;
   uint32_t seen = 0;
   for (;;) {
-    uint32_t asked = atomic_load_explicit(&seg->request, memory_order_acquire);
+    cp_live_segment_t *now = atomic_load_explicit(&seg, memory_order_acquire);
+    if (now != s) {
+      s = now; /* a new segment (a failed exec): its requests count from 0 */
+      seen = 0;
+    }
+    uint32_t asked = atomic_load_explicit(&s->request, memory_order_acquire);
     if (asked == seen) {
-      futex_wait(&seg->request, seen);
+      futex_wait(&s->request, seen);
       continue;
     }
-    publish();
+    publish(s);
     seen = asked;
-    atomic_store_explicit(&seg->answered, asked, memory_order_release);
-    futex_wake_all(&seg->answered);
+    atomic_store_explicit(&s->answered, asked, memory_order_release);
+    futex_wake_all(&s->answered);
   }
   return NULL;
 }
@@ -96,14 +107,15 @@ static int create_file(void) {
   return fd < 0 ? -errno : fd;
 }
 
-static int make_segment(void) {
+/* A new segment, published once, at *out; 0 or an errno. */
+static int make_segment(cp_live_segment_t **out) {
   snprintf(seg_path, sizeof seg_path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
            (long)getpid());
   int fd = create_file();
   if (fd < 0) return -fd;
   void *m = MAP_FAILED;
-  int err = ftruncate(fd, sizeof *seg) == 0 ? 0 : errno;
-  if (err == 0) m = mmap(NULL, sizeof *seg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = ftruncate(fd, sizeof(cp_live_segment_t)) == 0 ? 0 : errno;
+  if (err == 0) m = mmap(NULL, sizeof(cp_live_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (err == 0 && m == MAP_FAILED) err = errno;
   close(fd);
   if (err != 0) {
@@ -115,10 +127,10 @@ static int make_segment(void) {
   s->stats_size = sizeof(cudapool_stats_t);
   s->pid = (int64_t)getpid();
   s->start_time = cp_live_start_time((long)getpid());
-  seg = s;
-  publish();
+  publish(s);
   /* The layout last, released: a reader that sees it sees the rest. */
   atomic_store_explicit(&s->layout, CP_LIVE_LAYOUT, memory_order_release);
+  *out = s;
   return 0;
 }
 
@@ -135,23 +147,41 @@ void cp_live_start(void) {
     say("privileged program (secure execution)", 0);
     return;
   }
-  int err = make_segment();
+  cp_live_segment_t *s = NULL;
+  int err = make_segment(&s);
   if (err != 0) {
     say(seg_path, err);
     return;
   }
+  atomic_store_explicit(&seg, s, memory_order_release);
   int rc = cp_thread_start(publisher, NULL, "cudapool-live", NULL);
   if (rc != 0) {
     /* Nobody would answer: no segment rather than one that hangs readers. */
     unlink(seg_path);
-    munmap(seg, sizeof *seg);
-    seg = NULL;
+    atomic_store(&seg, NULL);
+    munmap(s, sizeof *s);
     say("no thread", rc);
   }
 }
 
-bool cp_live_active(void) { return seg != NULL; }
+bool cp_live_active(void) { return atomic_load(&seg) != NULL; }
 
 void cp_live_end(void) {
-  if (seg != NULL && seg->pid == (int64_t)getpid()) unlink(seg_path);
+  cp_live_segment_t *s = atomic_load(&seg);
+  if (s != NULL && s->pid == (int64_t)getpid()) unlink(seg_path);
+}
+
+void cp_live_after_failed_exec(void) {
+  cp_live_segment_t *old = atomic_load(&seg), *s = NULL;
+  if (old == NULL || old->pid != (int64_t)getpid()) return;
+  int err = make_segment(&s);
+  if (err != 0) {
+    say(seg_path, err);
+    return;
+  }
+  atomic_store_explicit(&seg, s, memory_order_release);
+  /* A request the publisher cannot miss, even if it is about to sleep on
+   * the old segment: it answers it there and then moves to the new one. */
+  atomic_fetch_add_explicit(&old->request, 1, memory_order_release);
+  futex_wake_all(&old->request);
 }

@@ -16,8 +16,10 @@
  *   - a thread of cudapool's ("cudapool-live", every signal blocked) sleeps
  *     until a reader asks and then publishes; the allocation paths never
  *     touch the segment;
- *   - removed at exit and on SIGTERM (cp_outputs_end); a process killed
- *     otherwise leaves it, and the readers recognise it as stale;
+ *   - removed at exit and on SIGTERM (cp_outputs_end), and before an exec
+ *     (exec_hook.c: the new image is another program); an exec that fails
+ *     makes a new one; a process killed otherwise leaves it, and the readers
+ *     recognise it as stale;
  *   - nothing here prints; a segment that cannot be made means no live
  *     stats, and CUDAPOOL_VERBOSE says why. */
 #ifndef CUDAPOOL_SHIM_LIVE_H
@@ -33,5 +35,8 @@ bool cp_live_active(void);
 /* At exit or SIGTERM: remove the file. The mapping stays for the
  * publisher's last answer. */
 void cp_live_end(void);
+/* After an exec that failed (cp_live_end ran before it): a new file and
+ * segment for the same process, which the publisher moves to. */
+void cp_live_after_failed_exec(void);
 
 #endif

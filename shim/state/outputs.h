@@ -16,13 +16,19 @@
  *     the file when %p made it differ, the reason and what happens instead.
  *   - a process stopped by SIGTERM writes both as at exit (sigterm.h);
  *   - the live stats segment (live.h) is made at start, before SIGTERM is
- *     armed, and its file removed at exit or on SIGTERM.
+ *     armed, and its file removed at exit or on SIGTERM;
+ *   - before an exec (exec_hook.c) the trace is flushed and complete, the
+ *     report written and the live file removed, as at exit; if the exec
+ *     fails, the trace goes on in the same file, a new live file is made,
+ *     and the report is written again at the end: into the same file, from
+ *     its start (to stderr: a second report).
  * cp_outputs_start is called once, from layer.c; cp_outputs_end from
- * init.c's destructor and from sigterm.c's thread (it writes once); never
- * from an allocation path. */
+ * init.c's destructor and from sigterm.c's thread (it writes once); the
+ * exec pair from exec_hook.c; never from an allocation path. */
 #ifndef CUDAPOOL_SHIM_OUTPUTS_H
 #define CUDAPOOL_SHIM_OUTPUTS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "options.h"
@@ -33,6 +39,12 @@ void cp_outputs_start(void);
 /* At exit or on SIGTERM: close the trace, write the report if asked, once;
  * a second caller waits for the first. No CUDA call. */
 void cp_outputs_end(void);
+/* Before an exec of this process: the outputs as at exit (above). true:
+ * done, and the caller must call cp_outputs_after_failed_exec if the exec
+ * returns (a lock is held until then); false: nothing to do (no CUDA call
+ * yet, the end already written, or the caller is the child of a vfork). */
+bool cp_outputs_before_exec(void);
+void cp_outputs_after_failed_exec(void);
 
 /* The report of every device used, text or JSON (init.c); at_end for the
  * report at exit or SIGTERM, which adds what was never freed. */

@@ -84,6 +84,32 @@ class Child(unittest.TestCase):
         return json.loads(lines[0][len("RESULT "):])
 
 
+class BeforeCuda(unittest.TestCase):
+    def test_stats_before_any_cuda_call_are_zeros(self):
+        # No CUDA runtime in the process yet (a framework not imported): zeros,
+        # as documented, and the pool still serves once the runtime is there.
+        code = textwrap.dedent("""
+            import ctypes, json, cudapool
+            before = cudapool.stats(0)
+            rt = ctypes.CDLL(%r, mode=ctypes.RTLD_GLOBAL)
+            g = ctypes.CDLL(None)
+            g.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+            p = ctypes.c_void_p()
+            rc = g.cudaMalloc(ctypes.byref(p), 1 << 20)
+            after = cudapool.stats(0)
+            print("RESULT " + json.dumps(dict(device=before["device"], num_alloc=before["num_alloc"],
+                                              reserved=before["reserved_bytes"], rc=rc,
+                                              served=after["num_alloc"])))
+        """ % FAKE_RT)
+        p = subprocess.run([sys.executable, "-c", code], env=child_env(True), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")][0]
+        r = json.loads(line[len("RESULT "):])
+        self.assertEqual(r, {"device": 0, "num_alloc": 0, "reserved": {"current": 0, "peak": 0}, "rc": 0,
+                             "served": 1})
+
+
 class NotLoaded(Child):
     def test_without_preload(self):
         r = self.result("""
@@ -260,6 +286,34 @@ class Loaded(Child):
         self.assertEqual(row("Largest free block")[1:], ["1.00 MiB"])
         self.assertEqual(row("Utilization (peak alloc/res)")[1:], ["18.2%"])
         self.assertEqual(len({len(l) for l in lines}), 1, "ragged table:\n" + text)
+
+    def test_device_out_of_int_range_refused(self):
+        # ctypes would cut these to a C int: 2**32 is device 0, 2**32 - 1 is -1 (every device).
+        r = self.result("""
+            p = malloc(1 << 20)
+            res = {}
+            for name, call in (("stats", lambda: cudapool.stats(2 ** 32)),
+                               ("set_limit", lambda: cudapool.set_limit("1M", device=2 ** 32)),
+                               ("empty_cache", lambda: cudapool.empty_cache(2 ** 32 - 1)),
+                               ("reset_peak", lambda: cudapool.reset_peak(-2 ** 31 - 1)),
+                               ("summary", lambda: cudapool.memory_summary(2 ** 40))):
+                try:
+                    call(); res[name] = None
+                except ValueError as e:
+                    res[name] = str(e)
+            free(p)
+            q = malloc(3 << 20)
+            out(res=res, limit_untouched=isinstance(q, int) and q > 1000,
+                reserved=cudapool.stats(0)["reserved_bytes"]["current"])
+        """)
+        self.assertEqual(r["res"]["stats"], "device 4294967296 is out of range (a device number, or -1 for "
+                         "every device)")
+        for name in ("set_limit", "empty_cache", "reset_peak", "summary"):
+            self.assertIsNotNone(r["res"][name], name)
+            self.assertIn("is out of range", r["res"][name], name)
+        self.assertTrue(r["limit_untouched"], "device 0 got the limit meant for 2**32")
+        # empty_cache(2**32 - 1) did not empty device 0: its 2 MiB segment is still there.
+        self.assertGreaterEqual(r["reserved"], 2 << 20)
 
     def test_errors_name_the_errno(self):
         r = self.result("""
@@ -486,6 +540,20 @@ class Torch(Child):
     def tearDown(self):
         import shutil
         shutil.rmtree(self.dir)
+
+    def test_library_path_refuses_a_cudapool_library_that_is_not_there(self):
+        p = run_child("""
+            import cudapool.torch
+            try:
+                out(found=cudapool.torch.library_path())
+            except FileNotFoundError as e:
+                out(error=str(e))
+        """, preload=False, extra_env={"CUDAPOOL_LIBRARY": "/nonexistent/libcudapool.so"})
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")][0]
+        r = json.loads(line[len("RESULT "):])
+        self.assertEqual(r.get("error"), "CUDAPOOL_LIBRARY=/nonexistent/libcudapool.so: no such file; point "
+                         "it at libcudapool.so, or unset it to use the preloaded or the built one")
 
     def use(self, preload):
         code = """

@@ -10,10 +10,14 @@
  * why); 2 a usage error; 3 the process did not answer in time (stopped, or
  * busy in a long allocation): its last answer was printed. `--top` removes
  * the stale files of this user's processes that died without removing
- * their own (kill -9). */
+ * their own (kill -9). What a segment says is the writer's, not ours: its
+ * header is printed with every byte outside printable ASCII escaped (no
+ * terminal escape passes through), and an answer stamped later than now
+ * is called 0 s old, never a negative age. */
 #include <errno.h>
 #include <getopt.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +105,11 @@ static int parse(int argc, char **argv, cli_t *c) {
   }
   for (int i = optind; i < argc; i++) {
     if (c->top || c->pid >= 0) return usage_error("unexpected argument '%s'", argv[i]);
+    errno = 0;
     c->pid = strtol(argv[i], &end, 10);
-    if (*end || end == argv[i] || c->pid <= 0) return usage_error("'%s' is not a process id", argv[i]);
+    /* A pid is a positive int (pid_t): a larger number is refused, not clamped. */
+    if (*end || end == argv[i] || errno == ERANGE || c->pid <= 0 || c->pid > INT_MAX)
+      return usage_error("'%s' is not a process id", argv[i]);
   }
   if (!c->top && c->pid < 0) return usage_error("%s", "no process id given");
   if (c->top && c->json) return usage_error("%s", "--json is for one process, not --top");
@@ -111,18 +118,38 @@ static int parse(int argc, char **argv, cli_t *c) {
 
 static uint64_t deadline(double sec) { return lr_monotonic_ns() + (uint64_t)(sec * 1e9); }
 
+/* in, with "\\" and every byte outside printable ASCII as \xNN, into out
+ * (4 bytes per input byte at most, so 4 * sizeof header + 1 holds any). */
+static void escape(const char *in, char *out, size_t cap) {
+  size_t n = 0;
+  for (const unsigned char *c = (const unsigned char *)in; *c && n + 5 <= cap; c++) {
+    if (*c == '\\')
+      n += (size_t)snprintf(out + n, cap - n, "\\\\");
+    else if (*c >= 0x20 && *c < 0x7f)
+      out[n++] = (char)*c;
+    else
+      n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *c);
+  }
+  out[n] = '\0';
+}
+
 static void print(const lr_snapshot_t *s, bool json) {
+  char header[4 * sizeof s->header + 1];
+  escape(s->header, header, sizeof header);
   if (json)
     cp_report_json(stdout, s->devices, s->ndevices);
   else
-    cp_report_text(stdout, s->devices, s->ndevices, s->header);
+    cp_report_text(stdout, s->devices, s->ndevices, header);
 }
 
+/* Seconds since the last answer; 0 for one stamped later than now (a clock
+ * set back, or a segment that says so). */
 static double age_s(const lr_snapshot_t *s) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   double t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-  return t - (double)s->published_ns / 1e9;
+  double age = t - (double)s->published_ns / 1e9;
+  return age > 0 ? age : 0;
 }
 
 static int one(const cli_t *c) {

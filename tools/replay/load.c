@@ -261,6 +261,7 @@ static void resolve(loader_t *L, const rp_line_t *l, uint32_t line) {
     case RP_LINE_FREE:
       HASH_FIND(hh, L->map, &l->ptr, sizeof l->ptr, found);
       if (!found) {
+        t->unknown_frees++;
         bad_line(L, line, "free of unknown pointer 0x%" PRIx64, l->ptr);
         return;
       }

@@ -8,9 +8,10 @@
  * VALUE" or "--name=VALUE", unambiguous prefixes accepted) and the exit
  * status: 0 done; 1 an I/O error, or the pool refused the options; 2 a usage
  * error (an unknown or ambiguous option, a missing or bad value: the message
- * names the option), bad input with --on-error=stop, or a trace with no
- * allocation to replay. Sizes use the CUDAPOOL_* syntax (common/parse.c: 512,
- * 64K, 1.5G, 8GiB). */
+ * names the option), bad input with --on-error=stop, a trace with no
+ * allocation to replay, or one whose frees cannot come from one process
+ * (too many of unknown pointers; --allow-unknown-frees replays it anyway).
+ * Sizes use the CUDAPOOL_* syntax (common/parse.c: 512, 64K, 1.5G, 8GiB). */
 #include "replay.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #define PROG "cudapool-replay"
 #define MAX_COMPARE 16
+#define UNKNOWN_FREES_MIN 16 /* and more than 1% of the frees: the refusal above */
 
 static const char usage[] =
     "usage: " PROG " TRACE [options]\n"
@@ -49,13 +51,17 @@ static const char usage[] =
     "  --repeat N                timed runs, best kept (default 5)\n"
     "input:\n"
     "  --on-error=skip|stop      bad lines: report and skip (default), or stop with status 2\n"
+    "  --allow-unknown-frees     replay a trace in which more than 1% of the frees (and at\n"
+    "                            least 16) are of pointers it never allocated; refused without\n"
+    "                            it (status 2): such a file holds several processes' events\n"
     "  -h, --help                this text\n"
     "Exit status: 0 done, 1 I/O error or options the pool refused, 2 usage error, bad input\n"
-    "with --on-error=stop, or a trace with no allocation to replay.\n";
+    "with --on-error=stop, a trace with no allocation to replay, or one that cannot come from\n"
+    "one process.\n";
 
 typedef struct cli {
   const char *trace;
-  bool json, find_limit, stop_on_error;
+  bool json, find_limit, stop_on_error, allow_unknown_frees;
   const char *timeline;
   const char *compare[MAX_COMPARE];
   size_t ncompare;
@@ -151,13 +157,22 @@ static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
 }
 
 /* The options that are not pool options (command line only). */
-enum { O_JSON = 256, O_FIND_LIMIT, O_TIMELINE, O_ON_ERROR, O_COMPARE, O_POOL = 512 /* + index in popts */ };
+enum {
+  O_JSON = 256,
+  O_FIND_LIMIT,
+  O_TIMELINE,
+  O_ON_ERROR,
+  O_COMPARE,
+  O_ALLOW_UNKNOWN_FREES,
+  O_POOL = 512 /* + index in popts */
+};
 static const struct option cli_opts[] = {
     {"json", no_argument, NULL, O_JSON},
     {"find-limit", no_argument, NULL, O_FIND_LIMIT},
     {"timeline", required_argument, NULL, O_TIMELINE},
     {"on-error", required_argument, NULL, O_ON_ERROR},
     {"compare", required_argument, NULL, O_COMPARE},
+    {"allow-unknown-frees", no_argument, NULL, O_ALLOW_UNKNOWN_FREES},
     {"help", no_argument, NULL, 'h'},
 };
 #define NPOPTS (sizeof popts / sizeof popts[0])
@@ -228,6 +243,7 @@ static int parse(int argc, char **argv, rp_opts_t *o, cli_t *cli, bool in_compar
       case 'h': fputs(usage, stdout); exit(0);
       case O_JSON: cli->json = true; break;
       case O_FIND_LIMIT: cli->find_limit = true; break;
+      case O_ALLOW_UNKNOWN_FREES: cli->allow_unknown_frees = true; break;
       case O_TIMELINE: cli->timeline = optarg; break;
       case O_ON_ERROR:
         if (strcmp(optarg, "skip") != 0 && strcmp(optarg, "stop") != 0)
@@ -349,6 +365,20 @@ int main(int argc, char **argv) {
   if (t.allocs == 0) {
     fprintf(stderr, PROG ": %s: no allocation to replay (%zu lines, %zu of them bad)\n", cli.trace, t.lines,
             t.errors);
+    rp_trace_free(&t);
+    return 2;
+  }
+  /* One process frees only what it allocated: a trace cut at its start
+   * lacks a few allocations, one that several processes wrote at once
+   * (one CUDAPOOL_TRACE without %p) lacks thousands. */
+  size_t free_lines = t.frees + t.unknown_frees;
+  if (!cli.allow_unknown_frees && t.unknown_frees >= UNKNOWN_FREES_MIN &&
+      t.unknown_frees * 100 > free_lines) {
+    fprintf(stderr,
+            PROG ": %s: %zu of %zu frees are of pointers the trace never allocated: not the trace of one "
+                 "process (several processes writing one file? give each its own with %%p in "
+                 "CUDAPOOL_TRACE); --allow-unknown-frees replays it anyway\n",
+            cli.trace, t.unknown_frees, free_lines);
     rp_trace_free(&t);
     return 2;
   }

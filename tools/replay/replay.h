@@ -100,6 +100,7 @@ typedef struct rp_trace {
   /* what the input held */
   size_t lines, allocs, frees, syncs, alloc_failures, skipped, zero_allocs, errors;
   size_t decisions; /* stream, capture and per-thread-stream events */
+  size_t unknown_frees; /* frees of pointers no earlier line allocated (counted in errors too) */
   /* The live pool's segments, in order (segment_alloc): the simulated device
    * hands out the same addresses while the replay follows the live run. */
   uintptr_t *segment_addr;

@@ -136,7 +136,13 @@ Test(shim_it, shim_exports_only_unversioned_cuda_symbols) {
     size_t len = nl ? (size_t)(nl - l) : strlen(l);
     char name[512];
     snprintf(name, sizeof name, "%.*s", (int)len, l);
-    cr_assert(strncmp(name, "cu", 2) == 0 || strncmp(name, "__cuda", 6) == 0 || strcmp(name, "dlsym") == 0,
+    static const char *const exec_family[] = {"execve", "execv",  "execvp", "execvpe",
+                                              "execl",  "execlp", "execle", "fexecve"};
+    bool is_exec = false;
+    for (size_t k = 0; k < sizeof exec_family / sizeof *exec_family; k++)
+      is_exec |= strcmp(name, exec_family[k]) == 0;
+    cr_assert(strncmp(name, "cu", 2) == 0 || strncmp(name, "__cuda", 6) == 0 || strcmp(name, "dlsym") == 0 ||
+                  is_exec,
               "unexpected export %s", name);
     cr_assert(eq(ptr, strchr(name, '@'), NULL), "versioned export %s", name);
     l = nl ? nl + 1 : l + len;
@@ -154,6 +160,10 @@ Test(shim_it, shim_exports_only_unversioned_cuda_symbols) {
                             "cudapool_print_stats",
                             "cudapool_version",
                             "dlsym",
+                            "execve",
+                            "execvp",
+                            "execlp",
+                            "fexecve",
                             "cuGetProcAddress_v2",
                             "cuMemAlloc_v2",
                             "cuMemFree_v2"};

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -209,6 +210,50 @@ Test(files, same_file_for_trace_and_stats_keeps_the_trace) {
     cr_assert(eq(int, it_count_lines(r.err, "cudapool: warning: CUDAPOOL_STATS="), 1), "%s", r.err);
     it_free(&r);
   }
+}
+
+/* ---- one name for several processes -------------------------------------- */
+
+/* Another process writes the file (it holds the lock, as cudapool's outputs
+ * do while open): the trace is refused with one warning naming the path and
+ * the way out, %p, and the file is left as it was. */
+Test(files, trace_written_by_another_process_refused) {
+  char trace[300], p[256], want[600];
+  SETTING(trace, "CUDAPOOL_TRACE", "shared.csv");
+  path_of(p, "shared.csv");
+  put(p, "another process's trace\n");
+  int other = open(p, O_WRONLY | O_CLOEXEC);
+  cr_assert(ge(int, other, 0));
+  cr_assert(eq(int, flock(other, LOCK_EX), 0));
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){trace, NULL}, "files", NULL);
+  snprintf(want, sizeof want,
+           "cudapool: warning: CUDAPOOL_TRACE=\"%s\" cannot be written: another process writes this file now "
+           "(put %%p in the name for one file per process); no trace is recorded\n",
+           p);
+  cr_assert(eq(str, r.err, want));
+  cr_assert(eq(str, (char *)contents(&r, p), "another process's trace\n"));
+  close(other);
+  it_free(&r);
+}
+
+/* The same for the report: it goes to stderr after the warning. */
+Test(files, report_written_by_another_process_refused) {
+  char stats[300], p[256];
+  SETTING(stats, "CUDAPOOL_STATS", "shared.txt");
+  path_of(p, "shared.txt");
+  put(p, "another process's report\n");
+  int other = open(p, O_WRONLY | O_CLOEXEC);
+  cr_assert(ge(int, other, 0));
+  cr_assert(eq(int, flock(other, LOCK_EX), 0));
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){stats, NULL}, "files", NULL);
+  report_on_stderr_after_one_warning(&r, "CUDAPOOL_STATS");
+  cr_assert(eq(int, it_count_lines(r.err, "another process writes this file now (put %p in the name"), 1), "%s",
+            r.err);
+  cr_assert(eq(str, (char *)contents(&r, p), "another process's report\n"));
+  close(other);
+  it_free(&r);
 }
 
 /* ---- files that cannot be written -------------------------------------- */

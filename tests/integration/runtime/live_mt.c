@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "it_check.h"
+#include "live_layout.h"
 
 static char dir[64], reader[512];
 static int serial_fd = -1;
@@ -178,8 +180,16 @@ Test(live, a_killed_process_is_stale_and_top_removes_it) {
 }
 
 Test(live, usage_errors_exit_2) {
-  static const char *const bad[] = {
-      "", "abc", "--bogus 1", "1 2", "--top --json", "--timeout 0 1", "--iterations x --top"};
+  static const char *const bad[] = {"",
+                                    "abc",
+                                    "--bogus 1",
+                                    "1 2",
+                                    "--top --json",
+                                    "--timeout 0 1",
+                                    "--iterations x --top",
+                                    "99999999999999999999",
+                                    "4294967297",
+                                    "2147483648"}; /* not clamped to a pid: refused */
   it_result r;
   memset(&r, 0, sizeof r);
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -189,5 +199,37 @@ Test(live, usage_errors_exit_2) {
     cr_assert(ne(ptr, (void *)strstr(out, "cudapool-stats: "), NULL), "%s: %s", bad[i], out);
     cr_assert(ne(ptr, (void *)strstr(out, "status=2\n"), NULL), "%s: %s", bad[i], out);
   }
+  it_free(&r);
+}
+
+/* What a segment says is its writer's: a header with terminal escapes is
+ * shown escaped, and an answer stamped an hour from now is 0 s old, not
+ * -3600. The segment is crafted for this (live, not answering) process. */
+Test(live, crafted_header_escaped_and_age_never_negative) {
+  static cp_live_segment_t seg;
+  memcpy(seg.magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC);
+  seg.layout = CP_LIVE_LAYOUT;
+  seg.stats_size = sizeof(cudapool_stats_t);
+  seg.pid = getpid();
+  seg.start_time = cp_live_start_time((long)getpid());
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  seg.published_ns = ((uint64_t)now.tv_sec + 3600) * 1000000000u;
+  strcpy(seg.header, "process 1\x1b]0;owned\x07\x1b[2J\\");
+  char path[128], cmd[1024];
+  snprintf(path, sizeof path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
+           (long)getpid());
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  cr_assert(ge(int, fd, 0), "%s", path);
+  cr_assert(eq(long, (long)write(fd, &seg, sizeof seg), (long)sizeof seg));
+  close(fd);
+  snprintf(cmd, sizeof cmd, "'%s' %ld --timeout 0.01 2>&1; echo status=$?", reader, (long)getpid());
+  it_result r = {0};
+  const char *out = it_shell(&r, cmd);
+  unlink(path);
+  cr_assert(ne(ptr, (void *)out, NULL));
+  const char *want = "cudapool: process 1\\x1b]0;owned\\x07\\x1b[2J\\\\\n";
+  cr_assert(eq(int, strncmp(out, want, strlen(want)), 0), "%s", out);
+  cr_assert(ne(ptr, (void *)strstr(out, "its last answer, 0.0 s old\nstatus=3\n"), NULL), "%s", out);
   it_free(&r);
 }

@@ -154,3 +154,50 @@ Test(cli_usage, unreadable_file_exits_1) {
   cr_assert(eq(str, out, "missing.csv: cannot open: No such file or directory\n"));
   free(out);
 }
+
+/* name := `known` allocate/free pairs of one thread, then `unknown` frees of
+ * pointers nothing allocated, from another (a second process's lines). */
+static void write_mixed(const char *name, int known, int unknown) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert(not(eq(ptr, f, NULL)));
+  fputs("Thread,Time,Action,Pointer,Size,Stream\n", f);
+  for (int i = 0; i < known; i++) {
+    fprintf(f, "1,%d.0,allocate,0x%x,4096,(nil)\n", i, 0x100000 + i * 0x1000);
+    fprintf(f, "1,%d.5,free,0x%x,4096,(nil)\n", i, 0x100000 + i * 0x1000);
+  }
+  for (int k = 0; k < unknown; k++) fprintf(f, "2,%d.7,free,0x%x,4096,(nil)\n", k, 0x9000000 + k * 0x1000);
+  fclose(f);
+}
+
+/* The last line of out. */
+static const char *last_line(const char *out) {
+  size_t n = strlen(out);
+  if (n > 0 && out[n - 1] == '\n') n--;
+  while (n > 0 && out[n - 1] != '\n') n--;
+  return out + n;
+}
+
+/* More than 1% of the frees, and at least 16, of pointers the trace never
+ * allocated: the events of several processes, refused (status 2) unless
+ * --allow-unknown-frees; a few (a trace begun late) are only bad lines. */
+Test(cli_usage, trace_of_several_processes_refused) {
+  char *out = NULL;
+  write_mixed("mixed.csv", 100, 20);
+  cr_assert(eq(int, replay("mixed.csv --repeat 1", &out), 2), "%s", out);
+  cr_assert(eq(str, (char *)last_line(out),
+               "cudapool-replay: mixed.csv: 20 of 120 frees are of pointers the trace never allocated: not the "
+               "trace of one process (several processes writing one file? give each its own with %p in "
+               "CUDAPOOL_TRACE); --allow-unknown-frees replays it anyway\n"));
+  free(out);
+  cr_assert(eq(int, replay("mixed.csv --repeat 1 --allow-unknown-frees --json", &out), 0), "%s", out);
+  cr_assert(not(eq(ptr, strstr(out, "{\"peak_allocated\":4096,"), NULL)), "%s", out);
+  free(out);
+  write_mixed("few.csv", 100, 15); /* fewer than 16 */
+  cr_assert(eq(int, replay("few.csv --repeat 1", &out), 0), "%s", out);
+  free(out);
+  write_mixed("share.csv", 1600, 16); /* 16 of 1616: 1% or less */
+  cr_assert(eq(int, replay("share.csv --repeat 1", &out), 0), "%s", out);
+  free(out);
+}

@@ -2,9 +2,10 @@
  *
  * Runs from the repository root (make test does). Every test builds its own
  * tree under $CUDAPOOL_TEST_BUILD/tests (the build folder the Makefile
- * exports) with a stand-in libcudapool.so: the launcher only needs the file
- * to exist, and ld.so ignores a preload it cannot load (it says so on
- * stderr, which these tests discard where they read the program's output).
+ * exports) with a stand-in libcudapool.so (support/launcher_standin.h: what
+ * the launcher checks, which ld.so ignores as a preload it cannot load, and
+ * says so on stderr, which these tests discard where they read the program's
+ * output).
  * So the tests depend on the script alone, not on the library's state, and
  * run the same in every build folder. Each command starts from env -i so the
  * caller's CUDAPOOL_* and LD_PRELOAD cannot leak in. */
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launcher_standin.h"
 #include "options.h"
 
 static char tree[PATH_MAX]; /* realpath of this test's folder */
@@ -63,6 +65,14 @@ static void put_file(const char *rel, const char *contents, mode_t mode) {
   fputs(contents, f);
   fclose(f);
   chmod(path, mode);
+}
+
+/* tree/<rel> := the stand-in library. */
+static void put_standin(const char *rel) {
+  char path[PATH_MAX];
+  put_file(rel, "", 0644);
+  fmt(path, sizeof path, "%s/%s", tree, rel);
+  cr_assert(eq(int, launcher_put_standin(path), 0), "%s", path);
 }
 
 /* tree/<rel> := a copy of the repository's launcher. */
@@ -111,7 +121,7 @@ static const char *env_value(const char *out, const char *name, char *buf, size_
  * and extra environment assignments before it. */
 static int run_env(const char *extra_env, const char *flags, char *out, size_t cap) {
   char cmd[8192];
-  put_file("lib/libcudapool.so", "", 0644);
+  put_standin("lib/libcudapool.so");
   fmt(cmd, sizeof cmd,
       CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' %s scripts/cudapool %s -- /usr/bin/env "
                 "2>/dev/null",
@@ -194,7 +204,7 @@ Test(launcher, stats_forms) {
 
 Test(launcher, program_arguments_untouched) {
   char out[4096], cmd[PATH_MAX + 512];
-  put_file("lib/libcudapool.so", "", 0644);
+  put_standin("lib/libcudapool.so");
   fmt(cmd, sizeof cmd,
       CLEAN_ENV "CUDAPOOL_LIB='%s/lib/libcudapool.so' scripts/cudapool --mode sync "
                 "/bin/sh -c 'printf \"%%s|\" \"$@\"' x 'a b' --limit -- 2>/dev/null",
@@ -210,7 +220,7 @@ struct layout {
 static void check_layout(struct layout l) {
   char out[16384], cmd[2 * PATH_MAX], want[PATH_MAX + 32];
   put_launcher(l.launcher);
-  put_file(l.lib, "", 0644);
+  put_standin(l.lib);
   fmt(cmd, sizeof cmd, CLEAN_ENV "'%s/%s' -- /usr/bin/env 2>/dev/null", tree, l.launcher);
   cr_assert(eq(int, run(cmd, out, sizeof out), 0), "%s", out);
   fmt(want, sizeof want, "%s/%s", tree, l.lib);
@@ -228,7 +238,7 @@ Test(launcher, finds_library_when_installed) {
 Test(launcher, finds_library_through_a_symlink) {
   char out[16384], cmd[3 * PATH_MAX], want[PATH_MAX + 32];
   put_launcher("prefix/bin/cudapool");
-  put_file("prefix/lib/libcudapool.so", "", 0644);
+  put_standin("prefix/lib/libcudapool.so");
   fmt(cmd, sizeof cmd, "mkdir -p '%s/usr/bin' && ln -s '%s/prefix/bin/cudapool' '%s/usr/bin/'", tree, tree,
       tree);
   cr_assert(eq(int, system(cmd), 0));
@@ -263,6 +273,36 @@ Test(launcher, errors_are_clear) {
   check_failure("", (struct failure){"--mode sync", 2, "cudapool: no program given"});
   check_failure("", (struct failure){"-- no-such-program-xyz", 127,
                                      "cudapool: no-such-program-xyz: command not found"});
+}
+
+/* The program never runs without the pool it was asked to have: a library
+ * ld.so would not preload as cudapool is refused before it starts (exit 2,
+ * one line), and "--" is never a flag's value. */
+Test(launcher, refuses_to_run_the_program_unpooled) {
+  put_file("notlib/libcudapool.so", "not a library\n", 0644);
+  put_standin("with space/libcudapool.so");
+  put_standin("with:colon/libcudapool.so");
+  char env[PATH_MAX + 64];
+  check_failure(
+      "CUDAPOOL_LIB=/etc/passwd",
+      (struct failure){"-- true", 2,
+                       "cudapool: CUDAPOOL_LIB=/etc/passwd is not libcudapool.so (an ELF shared object "
+                       "with cudapool's version tag), so true would run without cudapool; set "
+                       "CUDAPOOL_LIB to the library, or unset it\n"});
+  fmt(env, sizeof env, "CUDAPOOL_LIB='%s/notlib/libcudapool.so'", tree);
+  check_failure(env,
+                (struct failure){"-- true", 2, "libcudapool.so is not libcudapool.so (an ELF shared object"});
+  fmt(env, sizeof env, "CUDAPOOL_LIB='%s/with space/libcudapool.so'", tree);
+  check_failure(env, (struct failure){"-- true", 2, "space/libcudapool.so\" has a blank or a colon"});
+  fmt(env, sizeof env, "CUDAPOOL_LIB='%s/with:colon/libcudapool.so'", tree);
+  check_failure(env, (struct failure){"-- true", 2, "colon/libcudapool.so\" has a blank or a colon"});
+  put_standin("lib/libcudapool.so");
+  for (int i = 0; i < 2; i++) {
+    fmt(env, sizeof env, "CUDAPOOL_LIB='%s/lib/libcudapool.so'", tree);
+    check_failure(env, (struct failure){i ? "--limit -- true" : "--trace -- true", 2,
+                                        i ? "cudapool: --limit needs a value (see cudapool --help)\n"
+                                          : "cudapool: --trace needs a value (see cudapool --help)\n"});
+  }
 }
 
 Test(launcher, help_names_every_option_and_flag) {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cudapool.h"
+#include "launcher_standin.h"
 #include "options.h"
 
 static char tree[PATH_MAX];
@@ -34,10 +35,14 @@ static void make_tree(void) {
   cr_assert(ne(ptr, mkdtemp(tmpl), NULL), "mkdtemp under %s", parent);
   cr_assert(ne(ptr, realpath(tmpl, tree), NULL));
   char lib[PATH_MAX + 32];
-  snprintf(lib, sizeof lib, "%s/libcudapool.so", tree);
+  snprintf(lib, sizeof lib, "%s/libcudapool.so", tree); /* empty: not a library */
   FILE *f = fopen(lib, "w");
   cr_assert(ne(ptr, f, NULL));
   fclose(f);
+  snprintf(lib, sizeof lib, "%s/standin", tree);
+  mkdir(lib, 0755);
+  snprintf(lib, sizeof lib, "%s/standin/libcudapool.so", tree);
+  cr_assert(eq(int, launcher_put_standin(lib), 0), "%s", lib);
 }
 
 static void remove_tree(void) {
@@ -81,7 +86,7 @@ static int launch(const char *flag, const char *value, char *out, size_t cap) {
   static char q[9000], cmd[9000 + 2 * PATH_MAX];
   quoted(value, q, sizeof q);
   snprintf(cmd, sizeof cmd,
-           "env -i PATH=/usr/bin:/bin CUDAPOOL_LIB='%s/libcudapool.so' scripts/cudapool %s%s%s "
+           "env -i PATH=/usr/bin:/bin CUDAPOOL_LIB='%s/standin/libcudapool.so' scripts/cudapool %s%s%s "
            "-- /bin/echo ran 2>&1",
            tree, flag, flag[strlen(flag) - 1] == '=' ? "" : " ", q);
   return run(cmd, out, cap);
@@ -236,10 +241,11 @@ Test(launcher_values, blank_flag_values_refused) {
 /* A bad value in the environment is the library's to judge: passed on. */
 Test(launcher_values, variables_are_not_judged_here) {
   char out[4096], cmd[PATH_MAX + 256];
-  snprintf(cmd, sizeof cmd,
-           "env -i PATH=/usr/bin:/bin CUDAPOOL_LIB='%s/libcudapool.so' CUDAPOOL_LIMIT=8Q scripts/cudapool "
-           "-- /bin/sh -c 'echo \"$CUDAPOOL_LIMIT\"' 2>/dev/null",
-           tree);
+  snprintf(
+      cmd, sizeof cmd,
+      "env -i PATH=/usr/bin:/bin CUDAPOOL_LIB='%s/standin/libcudapool.so' CUDAPOOL_LIMIT=8Q scripts/cudapool "
+      "-- /bin/sh -c 'echo \"$CUDAPOOL_LIMIT\"' 2>/dev/null",
+      tree);
   cr_assert(eq(int, run(cmd, out, sizeof out), 0));
   cr_assert(eq(str, out, "8Q\n"));
 }

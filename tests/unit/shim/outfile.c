@@ -190,6 +190,43 @@ Test(outfile, same_file_refused_while_open) {
   cr_assert(eq(str, (char *)contents(p), "second\n"));
 }
 
+/* A name without %p given to several processes: while one has the file
+ * open (locked), another's open is refused and the file left whole; once
+ * it is closed, the next one may replace it. */
+Test(outfile, file_open_in_another_process_refused_untouched) {
+  char p[4096];
+  path_of(p, "one-for-all");
+  int go[2], done[2];
+  cr_assert(eq(int, pipe(go), 0));
+  cr_assert(eq(int, pipe(done), 0));
+  pid_t pid = fork();
+  cr_assert(ge(int, pid, 0));
+  if (pid == 0) {
+    /* Only the test's ends stay open here: if the test fails first, the
+     * child reads end of file and goes. */
+    close(go[1]);
+    close(done[0]);
+    int fd = cp_outfile_open(p, NULL, 0);
+    int ok = fd >= 0 && cp_outfile_write(fd, "first\n", 6) == 0;
+    char c = ok ? 'y' : 'n';
+    if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(2);
+    _exit(cp_outfile_close(fd) == 0 && ok ? 0 : 1);
+  }
+  close(go[0]);
+  close(done[1]);
+  char c = 0;
+  cr_assert(eq(int, (int)read(done[0], &c, 1), 1));
+  cr_assert(eq(chr, c, 'y'));
+  cr_assert(eq(int, cp_outfile_open(p, NULL, 0), -EAGAIN));
+  cr_assert(eq(str, (char *)contents(p), "first\n"));
+  cr_assert(eq(int, (int)write(go[1], "x", 1), 1));
+  int st;
+  cr_assert(eq(int, waitpid(pid, &st, 0), pid));
+  cr_assert(eq(int, WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0));
+  write_close(cp_outfile_open(p, NULL, 0), "second\n");
+  cr_assert(eq(str, (char *)contents(p), "second\n"));
+}
+
 Test(outfile, same_pid_name_refused_while_open) {
   char pattern[4096];
   path_of(pattern, "both-%p");
@@ -283,7 +320,7 @@ Test(outfile, name_too_long) {
 }
 
 Test(outfile, every_refusal_has_a_rule) {
-  static const int refusals[] = {ELOOP, EEXIST, EPERM, EBUSY, ENXIO, EINVAL};
+  static const int refusals[] = {ELOOP, EEXIST, EPERM, EBUSY, EAGAIN, ENXIO, EINVAL};
   for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++)
     cr_assert(ne(ptr, (void *)cp_outfile_rule(refusals[i]), NULL), "errno %d", refusals[i]);
   cr_assert(eq(ptr, (void *)cp_outfile_rule(ENOENT), NULL));
