@@ -309,6 +309,7 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
   b->stream = stream;
   b->requested = size;
   b->n_recorded = 0;
+  b->segment->free_since = 0; /* used: its idle time starts again (reclaim.c) */
   HASH_ADD_PTR(pool->active, addr, b);
   if (hash_oom) return ENOMEM;
   b->free_seq = b->done_seq = 0; /* its frees are history: a new life */
@@ -569,6 +570,7 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
      * (unless the caller synchronised). */
     if (!(flags & CP_FREE_DEVICE_IDLE)) b->free_seq = cp_seq_next(pool);
     cp_make_ready(pool, b);
+    cp_note_freed(pool, false);
     if (counted) pool->stats.pending_bytes.current -= (int64_t)b->size;
   } else {
     /* A block used on other streams too is ordered by nobody's own stream. */

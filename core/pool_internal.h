@@ -141,6 +141,13 @@ struct cp_pool {
   _Atomic uint64_t covered_pub;
 };
 
+/* Tell the backend that something was freed (backend.h, `freed`): the
+ * reclaimer's wake-up. Only on transitions (see its callers), so that a
+ * free pays for it rarely. */
+static inline void cp_note_freed(const cp_pool_t *pool, bool pending) {
+  if (pool->be.freed) pool->be.freed(pool->be.ctx, pool->device, pending);
+}
+
 /* block structs */
 cp_block_t *cp_block_new(cp_pool_t *pool);
 void cp_block_recycle(cp_pool_t *pool, cp_block_t *block);

@@ -17,6 +17,7 @@
 
 #include "state/device.h"
 #include "state/outputs.h"
+#include "state/reclaim.h"
 #include "backend/cuda_vmm.h"
 #include "backend/real.h"
 #include "report.h"
@@ -65,6 +66,7 @@ void cp_print_report(FILE *out, cp_format_t format) {
 }
 
 __attribute__((destructor)) static void cudapool_end(void) {
+  cp_reclaim_stop(); /* normally done already, by its atexit handler */
   cp_outputs_end();
   cp_sigterm_after_exit_report();
 }
