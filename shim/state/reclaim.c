@@ -61,19 +61,21 @@ void cp_reclaim_freed(void *ctx, int device, bool pending) {
   }
 }
 
-/* Until `epoch` moves past seen, or the deadline (0: none) passes. */
-static void wait_for(uint32_t seen, uint64_t deadline) {
+/* Until `epoch` moves past seen (false), or the deadline (0: none) passes
+ * (true). */
+static bool wait_for(uint32_t seen, uint64_t deadline) {
   while (atomic_load(&epoch) == seen) {
     struct timespec rel, *timeout = NULL;
     if (deadline) {
       uint64_t now = cp_monotonic_ns();
-      if (now >= deadline) return;
+      if (now >= deadline) return true;
       rel.tv_sec = (time_t)((deadline - now) / 1000000000u);
       rel.tv_nsec = (long)((deadline - now) % 1000000000u);
       timeout = &rel;
     }
     syscall(SYS_futex, (uint32_t *)&epoch, FUTEX_WAIT_PRIVATE, seen, timeout, NULL, 0);
   }
+  return false;
 }
 
 /* Memory goes back only while no capture is in progress: a cudaFree from
@@ -121,8 +123,16 @@ static void *reclaimer(void *unused) {
   uint32_t seen = 0; /* epoch starts at 0: a free before this line is not missed */
   uint64_t deadline = 0;
   for (;;) {
-    wait_for(seen, deadline);
+    bool timed_out = wait_for(seen, deadline);
     seen = atomic_load(&epoch);
+    if (!timed_out && !atomic_load(&stopping)) {
+      /* Woken by a free: the first pass one interval later (the device is
+       * likely still at the work the free waits for, and the program may
+       * make it ready itself meanwhile); frees until then wake nothing. */
+      uint64_t first = cp_monotonic_ns() + interval_ns;
+      deadline = deadline && deadline < first ? deadline : first;
+      continue;
+    }
     pthread_mutex_lock(&pass_lock);
     if (atomic_load(&stopping)) {
       pthread_mutex_unlock(&pass_lock);
