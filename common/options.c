@@ -31,6 +31,8 @@ typedef enum cp_opt_kind {
   CP_OPT_STATS,    /* char[CP_OPTION_PATH_MAX]: "", "stderr" or a path */
   CP_OPT_TRACE,    /* char[CP_OPTION_PATH_MAX]: "" or a path */
   CP_OPT_COUNT,    /* unsigned, 1..CP_OPTION_COUNT_MAX, or 0 for "auto" */
+  CP_OPT_MS,       /* unsigned, a whole number of milliseconds, 0..60000 */
+  CP_OPT_SECONDS,  /* unsigned, a whole number of seconds, 0..604800 (a week) */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -115,6 +117,14 @@ static const cp_option_desc_t cp_option_table[] = {
     {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
      "1/true/on/yes or 0/false/off/no",
      "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
+    {"CUDAPOOL_RECLAIM_INTERVAL", CP_OPT_MS, offsetof(cp_options_t, reclaim_interval_ms), "100",
+     DEFAULT_IS("100 ms"), "a whole number of milliseconds from 0 to 60000",
+     "while freed blocks wait, a thread of cudapool's makes them reusable (and applies CUDAPOOL_MAX_CACHED) "
+     "at most this many ms later, without the program's help; 0 = off"},
+    {"CUDAPOOL_RELEASE_IDLE", CP_OPT_SECONDS, offsetof(cp_options_t, release_idle_s), "0",
+     DEFAULT_IS("0: never"), "a whole number of seconds from 0 to 604800",
+     "a cached segment unused this many seconds goes back to the driver (needs CUDAPOOL_RECLAIM_INTERVAL); "
+     "0 = never"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
@@ -123,6 +133,7 @@ static const char *const kind_what[] = {
     [CP_OPT_SIZE_PCT] = "a size",     [CP_OPT_SIZE] = "a size",       [CP_OPT_MODE] = "a mode",
     [CP_OPT_FORMAT] = "a format",     [CP_OPT_LAYER] = "a layer",     [CP_OPT_BOOL] = "a boolean",
     [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path", [CP_OPT_COUNT] = "a count",
+    [CP_OPT_MS] = "a duration",       [CP_OPT_SECONDS] = "a duration",
 };
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
@@ -175,6 +186,8 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
       }
       return cp_parse_count(text, 1, CP_OPTION_COUNT_MAX, field);
     }
+    case CP_OPT_MS: return cp_parse_count(text, 0, 60000, field);
+    case CP_OPT_SECONDS: return cp_parse_count(text, 0, 604800, field);
   }
   return -1;
 }
@@ -288,6 +301,11 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
     case CP_OPT_COUNT: {
       unsigned count = *(const unsigned *)field;
       int len = count ? snprintf(buf, cap, "%u", count) : snprintf(buf, cap, "auto");
+      return len > 0 && (size_t)len < cap ? 0 : -1;
+    }
+    case CP_OPT_MS:
+    case CP_OPT_SECONDS: {
+      int len = snprintf(buf, cap, "%u", *(const unsigned *)field);
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }
   }

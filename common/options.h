@@ -57,6 +57,8 @@ typedef struct cp_options {
   uint64_t expandable_page;       /* CUDAPOOL_EXPANDABLE_PAGE: bytes mapped at a time (0: granularity) */
   bool live;                      /* CUDAPOOL_LIVE: counters readable by `cudapool stats PID` */
   unsigned arenas; /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX; 0: auto) */
+  unsigned reclaim_interval_ms; /* CUDAPOOL_RECLAIM_INTERVAL: ms between the reclaimer's passes; 0 = off */
+  unsigned release_idle_s;      /* CUDAPOOL_RELEASE_IDLE: seconds a free segment is kept; 0 = for ever */
 } cp_options_t;
 
 #define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool.h) */

@@ -9,8 +9,10 @@
  * check in the child of a fork that raced the live-stats thread's start).
  * Past start-up they only sleep (futex, sigwait, a condition variable)
  * until asked, and allocate only under a lock that their own module's fork
- * handler takes (the trace writer), so a fork never copies a held allocator
- * lock. A thread names itself: a detached one may be gone before its
+ * handler takes (the trace writer), or through malloc in the pool's work
+ * as the program's own threads do (the reclaimer: the C library's and the
+ * sanitizers' allocators take their locks across a fork), so a fork never
+ * copies a held allocator lock. A thread names itself: a detached one may be gone before its
  * creator could. */
 #include "threads.h"
 

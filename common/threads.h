@@ -1,5 +1,6 @@
 /* threads.h: the threads cudapool starts inside the host program (the
- * SIGTERM reporter, the live stats publisher, the trace writer). Each is
+ * SIGTERM reporter, the live stats publisher, the trace writer, the
+ * reclaimer). Each is
  * named, detached unless its starter will join it, and
  * starts with every signal blocked, so that no signal meant for the program
  * is ever delivered to it; a fork() waits until each has started

@@ -138,6 +138,7 @@ static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream
    * barrier handed it out, not the device's end of that work, so done_seq
    * stays for pages.c (a later free on an idle stream must not look done). */
   b->free_seq = 0;
+  b->segment->free_since = 0; /* used: its idle time starts again (reclaim.c) */
   pool->free_block_count--;
   cp_allocated_add(pool, (int64_t)b->size);
   cp_stat_add(&pool->stats.allocated_blocks, 1);

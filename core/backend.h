@@ -37,12 +37,22 @@
  *   memory. The pool calls it only for pages that no device work can still
  *   touch (completed, not merely ordered by a barrier): it need not wait.
  *
+ * - freed (optional): the pool went from nothing freed waiting to something
+ *   (pending = true: a block became pending, was freed into a thread cache
+ *   that held none, or pushed onto an empty deferred stack), or a block was
+ *   freed straight to ready (pending = false: CUDAPOOL_MODE=sync,
+ *   unsafe-immediate). A wake-up for a background reclaimer (the shim's
+ *   state/reclaim.c): called on free paths, with the pool lock or a thread
+ *   cache's lock held or none, so it must be cheap, take no lock and never
+ *   call into the pool.
+ *
  * The pool calls the backend with its own lock held, except barrier, which
  * it calls without (threads may issue barriers at once); a backend must
  * never call back into the pool. */
 #ifndef CUDAPOOL_CORE_BACKEND_H
 #define CUDAPOOL_CORE_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +73,7 @@ typedef struct cp_backend {
   void (*unreserve)(void *ctx, int device, uintptr_t addr, size_t size);
   int (*map)(void *ctx, int device, uintptr_t addr, size_t size);
   void (*unmap)(void *ctx, int device, uintptr_t addr, size_t size);
+  void (*freed)(void *ctx, int device, bool pending);
 } cp_backend_t;
 
 #endif

@@ -81,6 +81,7 @@ typedef struct cp_segment {
   size_t mapped_bytes;              /* expandable: what counts as reserved */
   cp_block_t *first;                /* lowest-address block */
   struct cp_segment *older, *newer; /* creation order, for trimming */
+  uint64_t free_since;              /* reclaim.c: when a pass first saw it wholly free (0: not free) */
   RB_ENTRY(cp_segment) addr_link;
 } cp_segment_t;
 

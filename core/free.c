@@ -36,6 +36,7 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
      * (unless the caller synchronised). */
     if (!(flags & CP_FREE_DEVICE_IDLE)) b->free_seq = cp_seq_next(pool);
     cp_make_ready(pool, b);
+    cp_note_freed(pool, false);
     if (counted) pool->stats.pending_bytes.current -= (int64_t)b->size;
   } else {
     /* A block used on other streams too is ordered by nobody's own stream. */

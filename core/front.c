@@ -297,6 +297,7 @@ static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, int i) {
   do b->deferred_next = head;
   while (!atomic_compare_exchange_weak_explicit(&pool->deferred, &head, b, memory_order_release,
                                                 memory_order_relaxed));
+  if (!head) cp_note_freed(pool, true); /* the first to wait */
 }
 
 enum { NOT_LENT = -1 }; /* front_free's answer for a block its cache did not lend */
@@ -335,7 +336,10 @@ static inline __attribute__((always_inline)) int front_free(cp_pool_t *pool, cp_
       b->tc_free = true;
       f->free_[f->n_free++] = b;
       count_return(f, b);
-      f->n_freed++;
+      /* The cache's first free since it was flushed: the reclaimer (which
+       * flushes every cache before it sleeps) may be asleep. */
+      bool first = f->n_freed++ == 0;
+      if (__builtin_expect(first, 0)) cp_note_freed(pool, true);
       atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
       front_unlock(f);
       return 0;

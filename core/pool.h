@@ -198,6 +198,32 @@ size_t cp_trim(cp_pool_t *pool, size_t target_cached);
 void cp_set_limit(cp_pool_t *pool, size_t limit);
 void cp_get_config(cp_pool_t *pool, cp_config_t *out);
 
+/* Background reclaim (reclaim.c): one pass of a thread that works without
+ * the program's help (the shim's state/reclaim.c). Over every arena, each
+ * under its lock: thread caches flushed; pending blocks made ready (a
+ * barrier, else fences polled: never a host wait); then, if args allow it
+ * now, free segments given back down to max_cached and, with idle_ns,
+ * whole free segments unused that long (the first pass that sees a segment
+ * wholly free stamps it; an allocation from it clears the stamp). */
+typedef struct cp_reclaim_args {
+  uint64_t now_ns;  /* a monotonic clock, > 0 */
+  uint64_t idle_ns; /* 0: no idle release */
+  /* Called, with an arena's lock held, around giving memory back: begin
+   * false = not now (the shim: a stream capture, which a cudaFree from
+   * this thread could break, is in progress). NULL: always allowed. */
+  bool (*release_begin)(void *ctx);
+  void (*release_end)(void *ctx);
+  void *ctx;
+} cp_reclaim_args_t;
+typedef struct cp_reclaim_result {
+  bool busy;       /* a later pass has work: freed blocks still wait, pages wait for the device, a release was put off */
+  uint64_t due_ns; /* 0, or when the next free segment has been unused for idle_ns */
+} cp_reclaim_result_t;
+void cp_reclaim(cp_pool_t *pool, const cp_reclaim_args_t *args, cp_reclaim_result_t *out);
+/* Whether anything freed waits to be made ready (thread caches flushed
+ * first): what a reclaimer checks, after saying it sleeps, before it does. */
+bool cp_reclaim_waiting(cp_pool_t *pool);
+
 /* Fill *out (size/version/device are set here). Thread caches are flushed
  * first, so the figures are those of the pool without them. */
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);

@@ -186,6 +186,13 @@ static inline bool cp_is_pow2(size_t x) { return x && !(x & (x - 1)); }
 
 bool cp_config_valid(const cp_config_t *cfg);
 
+/* Tell the backend that something was freed (backend.h, `freed`): the
+ * reclaimer's wake-up. Only on transitions (see its callers), so that a
+ * free pays for it rarely. */
+static inline void cp_note_freed(const cp_pool_t *pool, bool pending) {
+  if (pool->be.freed) pool->be.freed(pool->be.ctx, pool->device, pending);
+}
+
 /* ---- pool.c: block structs -------------------------------------------------------- */
 
 cp_block_t *cp_block_new(cp_pool_t *pool);

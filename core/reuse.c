@@ -157,6 +157,7 @@ static void fifo_insert_after(cp_pool_t *pool, cp_block_t *prev, cp_block_t *b) 
 }
 
 void cp_pending_add(cp_pool_t *pool, cp_block_t *b, uint64_t key) {
+  if (!pool->fifo_head) cp_note_freed(pool, true); /* the first to wait */
   cp_keyed_t *k = key ? keyed_get(subpool_of_block(pool, b), b->stream, key, true) : NULL;
   if (k) b = coalesce_for_key(pool, b, k);
   b->state = CP_BLOCK_PENDING;

@@ -60,7 +60,9 @@ typedef struct CUstream_st *cudaStream_t;
   X(num_fences_waited, "fences the host waited for")                            \
   X(num_sync_points, "program synchronisations that completed pending blocks")  \
   X(num_alloc_retries, "allocations that failed once and were retried")         \
-  X(num_ooms, "allocations that failed with out-of-memory")
+  X(num_ooms, "allocations that failed with out-of-memory")                     \
+  X(num_reclaims, "passes of the reclaimer thread (CUDAPOOL_RECLAIM_INTERVAL)") \
+  X(num_idle_releases, "segments given back unused (CUDAPOOL_RELEASE_IDLE)")
 
 /* Values computed when the stats are read. X(name, description) */
 #define CUDAPOOL_SNAPSHOT(X)                                           \

@@ -9,6 +9,7 @@
 
 #include "state/capture.h"
 #include "state/entry_stats.h"
+#include "state/reclaim.h"
 #include "state/shim.h"
 #include "serve/stream_order.h"
 #include "parse.h"
@@ -91,6 +92,7 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   cfg.expandable = cp_opts.expandable;
   cfg.arenas = cp_opts.arenas ? cp_opts.arenas : arenas_auto();
   cfg.expandable_size = total; /* a range as large as the device: one is enough */
+  cp_reclaim_start();          /* before the backend, which then carries its wake-up */
   cp_backend_t be = cp_cuda_backend(dev);
   cp_pool_t *pool = NULL;
   if (cp_pool_create(&pool, cp_device_id(dev), &cfg, &be) != 0) return NULL;

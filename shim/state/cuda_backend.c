@@ -38,6 +38,7 @@
 #include "state/capture.h"
 #include "backend/cuda_vmm.h"
 #include "state/device.h"
+#include "state/reclaim.h"
 #include "trace.h"
 
 /* The flavour cannot change once a pool exists (cp_api() picks once). */
@@ -301,5 +302,6 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev) {
       .unreserve = cp_vmm_unreserve,
       .map = cp_vmm_map,
       .unmap = cp_vmm_unmap,
+      .freed = cp_reclaim_on() ? cp_reclaim_freed : NULL,
   };
 }

@@ -18,6 +18,7 @@
 #include "state/device.h"
 #include "state/outputs.h"
 #include "state/process_info.h"
+#include "state/reclaim.h"
 #include "backend/cuda_vmm.h"
 #include "backend/real.h"
 #include "report.h"
@@ -66,6 +67,7 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
 }
 
 __attribute__((destructor)) static void cudapool_end(void) {
+  cp_reclaim_stop(); /* normally done already, by its atexit handler */
   cp_outputs_end();
   cp_sigterm_after_exit_report();
 }

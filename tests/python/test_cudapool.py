@@ -57,6 +57,9 @@ def child_env(preload):
            if not k.startswith(("CUDAPOOL_", "FAKECUDA_")) or k.startswith("CUDAPOOL_TEST_")}
     env.pop("LD_PRELOAD", None)
     env["PYTHONPATH"] = PYDIR
+    # Exact figures after exact sequences: no reclaimer passes in between
+    # (its own tests: tests/integration/runtime/reclaim_mt.c).
+    env["CUDAPOOL_RECLAIM_INTERVAL"] = "0"
     san = os.environ.get("CUDAPOOL_TEST_SAN_PRELOAD", "").split()
     if san:
         # Python itself is not instrumented and keeps memory until exit.

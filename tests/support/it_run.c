@@ -87,11 +87,19 @@ static char **make_env(int how, const char *const *env, char *preload, size_t ca
   size_t n = 0, extra = 0;
   while (environ[n]) n++;
   while (env && env[extra]) extra++;
-  char **out = calloc(n + extra + 2, sizeof *out);
+  char **out = calloc(n + extra + 3, sizeof *out);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (!dropped(environ[i])) out[k++] = environ[i];
-  for (size_t i = 0; i < extra; i++) out[k++] = (char *)env[i];
+  bool interval_given = false;
+  for (size_t i = 0; i < extra; i++) {
+    out[k++] = (char *)env[i];
+    interval_given |= strncmp(env[i], "CUDAPOOL_RECLAIM_INTERVAL=", 26) == 0;
+  }
+  /* The reclaimer's passes come with time, not with the program's calls:
+   * off unless a test asks for it (reclaim_mt.c), so that exact figures
+   * after exact sequences stay exact. */
+  if (!interval_given) out[k++] = "CUDAPOOL_RECLAIM_INTERVAL=0";
   const char *san = getenv("CUDAPOOL_TEST_SAN_PRELOAD");
   bool shim = how != IT_NATIVE;
   snprintf(preload, cap, "LD_PRELOAD=%s%s%s%s%s", san ? san : "", san && *san && shim ? " " : "",

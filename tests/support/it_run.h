@@ -6,8 +6,9 @@
  * by the Makefile; without it, the folder above this test binary's). Each
  * run gets the caller's environment minus every LD_PRELOAD, FAKECUDA_* and
  * CUDAPOOL_* setting (CUDAPOOL_TEST_* kept), plus the settings given, plus
- * LD_PRELOAD = $CUDAPOOL_TEST_SAN_PRELOAD [libcudapool.so or another name of
- * it]. */
+ * CUDAPOOL_RECLAIM_INTERVAL=0 unless they set it (the reclaimer's passes
+ * come with time: exact figures would vary), plus LD_PRELOAD =
+ * $CUDAPOOL_TEST_SAN_PRELOAD [libcudapool.so or another name of it]. */
 #ifndef CUDAPOOL_IT_RUN_H
 #define CUDAPOOL_IT_RUN_H
 
