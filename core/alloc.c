@@ -191,6 +191,33 @@ static bool other_barrier_in_flight(cp_pool_t *pool) {
          atomic_load_explicit(&pool->shared->barrier_in_flight, memory_order_relaxed);
 }
 
+/* Whether the best usable fit b, which would have to be split, should wait
+ * for a barrier first (`waiting`: pending blocks the caller may not use).
+ * By count: split_barrier_pending times the barrier's cost, and in the
+ * small pool enough bytes (split_barrier_share). By bytes, in the large
+ * pool, for a caller without a key (split_barrier_bytes): when the pending
+ * bytes are at least that many times the request. Without a key every
+ * free waits for a barrier, the caller's own included, so those pending
+ * bytes are what an allocator that reuses frees at once would have offered
+ * it: PyTorch with its streams (32 non-blocking: cost 6, so 24 blocks)
+ * seldom has 24 large blocks pending, but often hundreds of MiB in a few,
+ * and splitting big ready blocks meanwhile stranded memory that later
+ * requests (cuDNN workspaces of 300 MiB) could not use even after their
+ * barrier: resnet50_live replayed to 7,340 MiB, with this rule to 6,834,
+ * as with immediate reuse (docs/REPLAY.md). With a key the caller's own
+ * frees are reusable at once already, and the rule is off: the three
+ * keyed traces replay to the same bytes either way, and convnext_live with
+ * expandable segments reserved 2 MiB more with it. */
+static bool split_wants_barrier(cp_pool_t *pool, cp_subpool_t *sp, const cp_block_t *b, size_t rsize,
+                                uint64_t key, size_t waiting) {
+  if (!should_split(&pool->cfg, b, rsize) || other_barrier_in_flight(pool)) return false;
+  size_t many = pool->cfg.split_barrier_bytes;
+  if (sp == &pool->large && !key && many && sp->pending_bytes / many >= rsize) return true;
+  unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
+  size_t share = sp == &pool->small ? pool->cfg.split_barrier_share : 0;
+  return waiting >= pool->cfg.split_barrier_pending * cost && (!share || sp->pending_bytes >= b->size / share);
+}
+
 static cp_block_t *find_cached(cp_pool_t *pool, cp_request_t *req) {
   cp_subpool_t *sp = req->sp;
   size_t rsize = req->rsize;
@@ -200,11 +227,7 @@ static cp_block_t *find_cached(cp_pool_t *pool, cp_request_t *req) {
   /* Mapping new pages is growing: pending blocks may serve instead. */
   if (b && worth_a_barrier && !cp_pages_mapped(pool, b, rsize)) {
   } else if (b && worth_a_barrier) {
-    unsigned cost = pool->be.barrier_cost ? pool->be.barrier_cost(pool->be.ctx, pool->device) : 1;
-    size_t share = sp == &pool->small ? pool->cfg.split_barrier_share : 0;
-    worth_a_barrier = should_split(&pool->cfg, b, rsize) &&
-                      waiting >= pool->cfg.split_barrier_pending * cost &&
-                      (!share || sp->pending_bytes >= b->size / share) && !other_barrier_in_flight(pool);
+    worth_a_barrier = split_wants_barrier(pool, sp, b, rsize, req->key, waiting);
   }
   if (worth_a_barrier) {
     cp_barrier_t got;

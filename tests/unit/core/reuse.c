@@ -330,6 +330,71 @@ Test(reuse, a_large_split_still_asks_for_a_barrier_whatever_the_pending_bytes) {
   fx_close();
 }
 
+/* PyTorch's case: 32 non-blocking streams live (barrier cost 6, so 24 pending
+ * blocks before a looming split asks for a barrier) and no reuse key. One
+ * 40 MiB block is pending and a 40 MiB request would split an 88 MiB ready
+ * block: the pending bytes cover the request, so a barrier comes first and
+ * the exact fit serves; the 88 MiB block stays whole for the 88 MiB request
+ * that follows. Split instead, the 88 MiB request found nothing and grew a
+ * third segment (split_barrier_bytes = 0: the rule before it). */
+static cudapool_stats_t large_split_sequence(size_t split_barrier_bytes, uint64_t free_key, uint64_t alloc_key,
+                                             uintptr_t *c_out, uintptr_t *e_out) {
+  cp_config_t cfg;
+  cp_config_default(&cfg);
+  cfg.split_barrier_bytes = split_barrier_bytes;
+  fx_open_cfg(&cfg, 1 * GiB);
+  F.sim.barrier_cost = 6;
+  uintptr_t a = fx_alloc(100 * MiB); /* segment 1: 100 MiB */
+  uintptr_t c = fx_alloc(40 * MiB);  /* segment 2: 40 MiB */
+  fx_free(a, 0);
+  uintptr_t d = fx_alloc(12 * MiB); /* nothing ready: barrier 1; a splits, 88 MiB ready */
+  cr_assert(eq(u64, d, a));
+  fx_free(c, free_key); /* 40 MiB pending */
+  *e_out = fx_alloc_on(40 * MiB, CP_STREAM_DEVICE, alloc_key);
+  fx_alloc(88 * MiB);
+  *c_out = c;
+  return fx_stats();
+}
+
+Test(reuse, a_large_split_without_a_key_waits_for_a_barrier_when_the_pending_bytes_cover_it) {
+  uintptr_t c, e;
+  cudapool_stats_t s = large_split_sequence(1, 0, 0, &c, &e); /* the default */
+  cr_assert(eq(u64, e, c), "a barrier, then the pending exact fit");
+  cr_assert(eq(i64, s.reserved_bytes.current, 140 * MiB));
+  cr_assert(eq(i64, s.reserved_bytes.peak, 140 * MiB));
+  cr_assert(eq(i64, s.segments.current, 2));
+  cr_assert(eq(u64, s.num_barriers, 2));
+  cr_assert(eq(u64, s.hits, 3));
+  cr_assert(eq(u64, s.misses, 2));
+  cr_assert(eq(u64, F.sim.allocs, 2));
+  cr_assert(eq(u64, F.sim.fence_waits, 0));
+  cr_assert(eq(i64, s.pending_bytes.current, 0));
+  fx_close();
+}
+
+Test(reuse, a_large_split_without_the_bytes_rule_grows_a_segment) {
+  uintptr_t c, e;
+  cudapool_stats_t s = large_split_sequence(0, 0, 0, &c, &e);
+  cr_assert(ne(u64, e, c), "split the 88 MiB block");
+  cr_assert(eq(i64, s.reserved_bytes.current, 228 * MiB));
+  cr_assert(eq(i64, s.segments.current, 3));
+  cr_assert(eq(u64, s.num_barriers, 2));
+  cr_assert(eq(u64, s.hits, 2));
+  cr_assert(eq(u64, s.misses, 3));
+  fx_close();
+}
+
+Test(reuse, a_large_split_with_a_key_keeps_the_count_rule) {
+  /* Another thread's (key 9's) pending block: the caller (key 7) may not use
+   * it, and with a key the bytes rule is off: one pending block is not 24. */
+  uintptr_t c, e;
+  cudapool_stats_t s = large_split_sequence(1, 9, 7, &c, &e);
+  cr_assert(ne(u64, e, c));
+  cr_assert(eq(i64, s.reserved_bytes.current, 228 * MiB));
+  cr_assert(eq(u64, s.num_barriers, 2));
+  fx_close();
+}
+
 static unsigned cost_of_two(void *ctx, int device) {
   (void)ctx, (void)device;
   return 2;
