@@ -57,7 +57,7 @@ typedef struct cp_config {
   size_t split_barrier_share; /* ... and, small pool, their bytes 1/this of the block to split (2; 0: any) */
   /* Large pool, a caller without a reuse key: a looming split asks for a
    * barrier whatever the count when the pending bytes are at least this
-   * many times the request (1; 0: off). pool.c, split_wants_barrier. */
+   * many times the request (1; 0: off). alloc.c, split_wants_barrier. */
   size_t split_barrier_bytes;
   size_t limit;               /* most bytes reserved (CP_NO_LIMIT) */
   size_t max_cached;          /* most cached bytes kept (CP_NO_LIMIT) */
