@@ -119,8 +119,8 @@ static const cp_option_desc_t cp_option_table[] = {
      "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
     {"CUDAPOOL_RECLAIM_INTERVAL", CP_OPT_MS, offsetof(cp_options_t, reclaim_interval_ms), "100",
      DEFAULT_IS("100 ms"), "a whole number of milliseconds from 0 to 60000",
-     "while freed blocks wait, a thread of cudapool's makes them reusable (and applies CUDAPOOL_MAX_CACHED) "
-     "at most this many ms later, without the program's help; 0 = off"},
+     "with CUDAPOOL_MAX_CACHED or CUDAPOOL_RELEASE_IDLE set, a thread of cudapool's makes freed blocks "
+     "reusable and applies those at most this many ms later, without the program's help; 0 = off"},
     {"CUDAPOOL_RELEASE_IDLE", CP_OPT_SECONDS, offsetof(cp_options_t, release_idle_s), "0",
      DEFAULT_IS("0: never"), "a whole number of seconds from 0 to 604800",
      "a cached segment unused this many seconds goes back to the driver (needs CUDAPOOL_RECLAIM_INTERVAL); "
