@@ -21,7 +21,7 @@ void cp_config_default(cp_config_t *cfg) {
       .oversize_waste = 20 * MiB,
       .split_barrier_pending = 4,
       .split_barrier_share = 2,
-      .split_barrier_bytes = 1,
+      .split_barrier_bytes = 0,
       .limit = CP_NO_LIMIT,
       .max_cached = CP_NO_LIMIT,
       .reuse = CP_REUSE_DEFERRED,
