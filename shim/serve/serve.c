@@ -171,15 +171,18 @@ cp_alloc_verdict_t cp_serve_alloc_for(cp_device_t *dev, size_t size, uint64_t st
   return alloc_for(dev, size, stream, key, out);
 }
 
-/* A pointer-map lookup: cheaper than cp_serve_block_of's segment walk. */
-bool cp_serve_owned(uintptr_t p) {
+/* The device whose pool owns p, or NULL. A pointer-map lookup: cheaper
+ * than cp_serve_block_of's segment walk. */
+static cp_device_t *owner_of(uintptr_t p) {
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
     cp_pool_t *pool = cp_device_pool_if_any(dev);
-    if (pool && cp_block_size(pool, p)) return true;
+    if (pool && cp_block_size(pool, p)) return dev;
   }
-  return false;
+  return NULL;
 }
+
+bool cp_serve_owned(uintptr_t p) { return owner_of(p) != NULL; }
 
 static inline __attribute__((always_inline)) int free_in_device_pool(cp_device_t *dev, uintptr_t p,
                                                                      uint64_t stream, unsigned flags) {
@@ -234,17 +237,7 @@ static bool stream_known(uintptr_t stream) {
   return false;
 }
 
-/* The device whose pool owns p, or NULL. */
-static cp_device_t *owner_of(uintptr_t p) {
-  int next = 0;
-  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = cp_device_pool_if_any(dev);
-    if (pool && cp_block_size(pool, p)) return dev;
-  }
-  return NULL;
-}
-
-/* Whether the stream may be of another device than the pool block p: a
+/* Whether p is a pool block and the stream may be of another device than its own: a
  * barrier reaches only the streams of the block's own device. With one
  * visible device never; else a special handle is the current device's, a
  * created stream is known on its device's table, and a stream the shim does
@@ -256,8 +249,8 @@ static bool stream_of_another_device(uintptr_t p, uintptr_t stream) {
   int n = atomic_load_explicit(&devices, memory_order_relaxed);
   if (n == 0 && (n = cp_device_count()) > 0) atomic_store_explicit(&devices, n, memory_order_relaxed);
   if (n == 1) return false;
-  cp_device_t *owner = cp_sole_device_with_pool();
-  if (!owner && !(owner = owner_of(p))) return false; /* no pool's: CUDA's call */
+  cp_device_t *owner = owner_of(p);
+  if (!owner) return false; /* no pool's: CUDA's call */
   if (cp_serve_special_stream(stream)) {
     const cp_api_t *api = cp_api();
     int current = -1;
@@ -279,7 +272,7 @@ int cp_serve_free_async(const cp_async_calls_t *layer, uintptr_t p, uintptr_t st
   }
   uint64_t tag = cp_stream_tag(stream, layer->per_thread);
   unsigned flags = 0;
-  if (stream_of_another_device(p, stream) && cp_serve_owned(p)) {
+  if (stream_of_another_device(p, stream)) {
     /* No barrier of the block's device orders that stream's work: the free
      * waits for the stream, and every use the program ordered before it is
      * then done. During a strict capture the wait could break it: the block

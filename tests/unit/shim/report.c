@@ -34,14 +34,20 @@ static void capture_text(const cudapool_stats_t *d, int n, const char *header, c
   fclose(f);
 }
 
-static void capture_json(const cudapool_stats_t *d, int n, char *buf, size_t cap) {
+static void capture_json_process(const cudapool_stats_t *d, int n, const cp_report_process_t *p, char *buf,
+                                 size_t cap) {
   FILE *f = tmpfile();
   cr_assert(ne(ptr, f, NULL));
-  cp_report_json(f, d, n);
+  cp_report_json_process(f, d, n, p);
   rewind(f);
   size_t got = fread(buf, 1, cap - 1, f);
   buf[got] = '\0';
   fclose(f);
+}
+
+/* cp_report_json is cp_report_json_process without a process. */
+static void capture_json(const cudapool_stats_t *d, int n, char *buf, size_t cap) {
+  capture_json_process(d, n, NULL, buf, cap);
 }
 
 /* ---- text -------------------------------------------------------------- */
@@ -361,16 +367,6 @@ Test(format, decimal_nan_and_small_buffer) {
 
 /* ---- the process, for monitoring ----------------------------------------- */
 
-static void capture_json_process(const cudapool_stats_t *d, int n, const cp_report_process_t *p, char *buf,
-                                 size_t cap) {
-  FILE *f = tmpfile();
-  cr_assert(ne(ptr, f, NULL));
-  cp_report_json_process(f, d, n, p);
-  rewind(f);
-  size_t got = fread(buf, 1, cap - 1, f);
-  buf[got] = '\0';
-  fclose(f);
-}
 
 Test(report_json, process_exact_and_still_allocated_summed_over_devices) {
   cudapool_stats_t d[2] = {blank(0), blank(2)};
