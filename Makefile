@@ -33,7 +33,7 @@ CFLAGS_BASE  := -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Werror -fPIC \
 LDFLAGS_BASE := -pthread
 CFLAGS_BASE  += $(EXTRA_CFLAGS)
 # The preloaded library is linked with link-time optimisation: a cached
-# cudaMalloc + cudaFree crosses interpose, serve, device, front and pool,
+# cudaMalloc + cudaFree crosses interpose, serve, device, tcache and pool,
 # and inlining across them took the pair from 33 to 27 ns through the fake
 # runtime (docs/BENCHMARKS.md). Fat objects: everything else links the same
 # objects' ordinary code (-fno-lto, which the library's link leaves out:

@@ -1,12 +1,12 @@
 /* core_bench.c: the pool's own cost on the simulated device, no CUDA.
  * Prints one line per case, "CASE: N ns/pair", N the median over batches of
- * the nanoseconds per cp_alloc + cp_free pair (cache_hit_front: through the
- * thread's front cache, the shim's path; unkeyed_front: the shim's path
+ * the nanoseconds per cp_alloc + cp_free pair (cache_hit_tcache: through the
+ * thread cache, the shim's path; unkeyed_tcache: the shim's path
  * without a key; unkeyed_15_idle_caches: the same, which flushes every
  * cache first, while 15 other threads' caches sit idle), then the threads
  * cases,
  * "threads_W n=T: X Mpairs/s (Y x one thread)": T threads each repeating a
- * keyed pair of its own, through the front caches (W = front) or the pool
+ * keyed pair of its own, through the thread caches (W = tcache) or the pool
  * lock alone (W = pool); W = barrier: each pair unkeyed (a program that
  * created streams) of a block that fills its segment, so it is reusable
  * only after a barrier (one a pair for one thread), and each
@@ -14,7 +14,7 @@
  * what one costs on the H200 with a few streams); a barrier covers every
  * thread's frees before it, so the line also says how many a pair took;
  * W = unkeyed: alloc_bench's threads case (each thread replaces one of 8
- * live blocks of 512 B - 1 MiB, unkeyed, through the front caches, with
+ * live blocks of 512 B - 1 MiB, unkeyed, through the thread caches, with
  * the same slow barriers) on one pool, and W = unkeyed_arenas the same
  * with up to 8 arenas (core/arena.c).
  * Then, for N = 10^3 ... 10^6 blocks of 512 + (i % 7) * 64 bytes live:
@@ -100,12 +100,12 @@ static void hit_same_key(int i) {
   cp_free(pool, must_alloc(4096, 1), 1, 0);
 }
 
-/* The same through the thread's front cache: no pool lock (the shim's path). */
-static void hit_front(int i) {
+/* The same through the thread cache: no pool lock (the shim's path). */
+static void hit_tcache(int i) {
   (void)i;
   uintptr_t p;
-  if (cp_front_alloc(pool, 4096, 0, 1, &p) != 0) abort();
-  cp_front_free(pool, p, 1, 0);
+  if (cp_tcache_alloc(pool, 4096, 0, 1, &p) != 0) abort();
+  cp_tcache_free(pool, p, 1, 0);
 }
 
 /* Same size, no key: every reuse needs a barrier (the simulated one is free). */
@@ -117,12 +117,12 @@ static void hit_barrier(int i) {
 /* The shim's path without a key (a program that created streams): every
  * allocation is a slow one, which first flushes every thread's cache; the
  * free of a block lent to the thread is handed over without the pool lock.
- * Alone (unkeyed_front) and beside 15 idle caches. */
-static void slow_front(int i) {
+ * Alone (unkeyed_tcache) and beside 15 idle caches. */
+static void slow_tcache(int i) {
   (void)i;
   uintptr_t p;
-  if (cp_front_alloc(pool, 4096, 0, 0, &p) != 0) abort();
-  cp_front_free(pool, p, 0, 0);
+  if (cp_tcache_alloc(pool, 4096, 0, 0, &p) != 0) abort();
+  cp_tcache_free(pool, p, 0, 0);
 }
 
 #define IDLE_THREADS 15
@@ -132,8 +132,8 @@ static pthread_barrier_t idle_made, idle_done;
 /* Makes this thread's cache (one keyed pair), then stays alive, idle. */
 static void *idle_cache(void *key) {
   uintptr_t p;
-  if (cp_front_alloc(pool, 4096, 0, (uint64_t)(uintptr_t)key, &p) != 0) abort();
-  cp_front_free(pool, p, (uint64_t)(uintptr_t)key, 0);
+  if (cp_tcache_alloc(pool, 4096, 0, (uint64_t)(uintptr_t)key, &p) != 0) abort();
+  cp_tcache_free(pool, p, (uint64_t)(uintptr_t)key, 0);
   pthread_barrier_wait(&idle_made);
   pthread_barrier_wait(&idle_done);
   return NULL;
@@ -182,7 +182,7 @@ static void fill_free_blocks(int n) {
 #define BARRIER_PAIRS 20000
 #define BARRIER_NS 1000.0
 
-typedef enum { VIA_POOL, VIA_FRONT, VIA_BARRIER, VIA_UNKEYED, VIA_UNKEYED_ARENAS } via_t;
+typedef enum { VIA_POOL, VIA_TCACHE, VIA_BARRIER, VIA_UNKEYED, VIA_UNKEYED_ARENAS } via_t;
 
 typedef struct thread_arg {
   via_t via;
@@ -203,9 +203,9 @@ static int pairs_of(via_t via) {
   return via == VIA_BARRIER ? BARRIER_PAIRS : via >= VIA_UNKEYED ? THREAD_PAIRS / 4 : THREAD_PAIRS;
 }
 
-static uintptr_t front_alloc(size_t size) {
+static uintptr_t tcache_alloc(size_t size) {
   uintptr_t x;
-  if (cp_front_alloc(pool, size, 0, 0, &x) != 0) abort();
+  if (cp_tcache_alloc(pool, size, 0, 0, &x) != 0) abort();
   return x;
 }
 
@@ -214,13 +214,13 @@ static void unkeyed_churn(uint64_t seed) {
   uintptr_t live[8];
   uint64_t r = seed * 0x9e3779b97f4a7c15ull + 1;
 #define NEXT (r ^= r << 13, r ^= r >> 7, r ^= r << 17, r)
-  for (int i = 0; i < 8; i++) live[i] = front_alloc(512 + NEXT % (1u << 20));
+  for (int i = 0; i < 8; i++) live[i] = tcache_alloc(512 + NEXT % (1u << 20));
   for (int i = 0; i < pairs_of(VIA_UNKEYED); i++) {
     int k = (int)(NEXT % 8);
-    cp_front_free(pool, live[k], 0, 0);
-    live[k] = front_alloc(512 + NEXT % (1u << 20));
+    cp_tcache_free(pool, live[k], 0, 0);
+    live[k] = tcache_alloc(512 + NEXT % (1u << 20));
   }
-  for (int i = 0; i < 8; i++) cp_front_free(pool, live[i], 0, 0);
+  for (int i = 0; i < 8; i++) cp_tcache_free(pool, live[i], 0, 0);
 #undef NEXT
 }
 
@@ -234,9 +234,9 @@ static void *thread_pairs(void *p) {
       break;
     } else if (a->via == VIA_BARRIER) {
       cp_free(pool, must_alloc(20 * MiB, 0), 0, 0); /* a block that fills its segment */
-    } else if (a->via == VIA_FRONT) {
-      if (cp_front_alloc(pool, 4096, 0, a->key, &x) != 0) abort();
-      cp_front_free(pool, x, a->key, 0);
+    } else if (a->via == VIA_TCACHE) {
+      if (cp_tcache_alloc(pool, 4096, 0, a->key, &x) != 0) abort();
+      cp_tcache_free(pool, x, a->key, 0);
     } else {
       cp_free(pool, must_alloc(4096, a->key), a->key, 0);
     }
@@ -267,7 +267,7 @@ static double threads_rate(via_t via, int n) {
 }
 
 static void report_threads(via_t via) {
-  static const char *const names[] = {"threads_pool", "threads_front", "threads_barrier", "threads_unkeyed",
+  static const char *const names[] = {"threads_pool", "threads_tcache", "threads_barrier", "threads_unkeyed",
                                       "threads_unkeyed_arenas"};
   if (only && strncmp(only, "threads", 7) != 0) return;
   double one = 0;
@@ -364,9 +364,9 @@ int main(int argc, char **argv) {
   only = argc > 1 ? argv[1] : NULL;
   open_pool();
   report("cache_hit", hit_same_key);
-  report("cache_hit_front", hit_front);
+  report("cache_hit_tcache", hit_tcache);
   report("cache_hit_barrier", hit_barrier);
-  report("unkeyed_front", slow_front);
+  report("unkeyed_tcache", slow_tcache);
   close_pool();
 
   open_pool();
@@ -376,7 +376,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < IDLE_THREADS; i++)
     pthread_create(&idle[i], NULL, idle_cache, (void *)(uintptr_t)(i + 2));
   pthread_barrier_wait(&idle_made);
-  report("unkeyed_15_idle_caches", slow_front);
+  report("unkeyed_15_idle_caches", slow_tcache);
   pthread_barrier_wait(&idle_done);
   for (int i = 0; i < IDLE_THREADS; i++) pthread_join(idle[i], NULL);
   pthread_barrier_destroy(&idle_made);
@@ -400,7 +400,7 @@ int main(int argc, char **argv) {
 
   open_pool();
   report_threads(VIA_POOL);
-  report_threads(VIA_FRONT);
+  report_threads(VIA_TCACHE);
   close_pool();
 
   report_free_with_live();

@@ -1,5 +1,5 @@
 /* shim_pair.c: the cached cudaMalloc + cudaFree pair through the whole
- * shim (interposition, serving rules, the thread's front cache), run by
+ * shim (interposition, serving rules, the thread cache), run by
  * `make bench` under LD_PRELOAD=libcudapool.so on the fake runtime, whose
  * own calls a cached pair never reaches. Prints "shim_pair_SIZE: N ns/pair",
  * N the median over batches, for a few sizes; alloc_bench.cu measures the

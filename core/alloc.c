@@ -8,10 +8,10 @@
  * release the segments that hold no live block (their pending blocks with
  * them: the backend's free waits for the device), retry; then ENOMEM. The
  * fit rules (fit_allowed, should_split, cp_serves_whole) are the thread
- * caches' too (front.c).
+ * caches' too (tcache.c).
  *
  * Refusals: counted and reported to the observer here, unless the thread
- * asked to defer them (cp_defer_refusal: front.c first tries the other
+ * asked to defer them (cp_defer_refusal: tcache.c first tries the other
  * arenas).
  *
  * Locking: the arena's lock is held throughout, except while a barrier is
@@ -124,7 +124,7 @@ static void carve(cp_pool_t *pool, cp_subpool_t *sp, cp_block_t *b, size_t rsize
   if (rest->state == CP_BLOCK_READY) cp_bins_insert(&sp->ready, rest);
 }
 
-static int activate(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream) {
+static int hand_out(cp_pool_t *pool, cp_block_t *b, size_t size, uint64_t stream) {
   int hash_oom = 0;
 #undef uthash_nonfatal_oom
 #define uthash_nonfatal_oom(e) (hash_oom = 1)
@@ -293,11 +293,11 @@ int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key,
   /* A limit lowered at run time may leave more reserved than it allows:
    * memory already cached is not handed out past it either. Blocks the
    * thread caches hold count as allocated until they are folded back. */
-  if (rsize && cp_over_limit_rounded(pool, rsize)) cp_fronts_flush_all(pool);
+  if (rsize && cp_over_limit_rounded(pool, rsize)) cp_tcaches_flush_all(pool);
   if (rsize == 0 || cp_over_limit_rounded(pool, rsize)) return refuse(pool, &req, ENOMEM);
   cp_block_t *b = find_cached(pool, &req);
   /* Before reserving more, the blocks every thread cache holds go back. */
-  if (!b && cp_fronts_flush_all(pool)) b = find_cached(pool, &req);
+  if (!b && cp_tcaches_flush_all(pool)) b = find_cached(pool, &req);
   if (b && !claim_pages(pool, &req, b)) b = NULL;
   /* A cached block whose pages could not be mapped: a new segment would
    * not map them either. */
@@ -313,7 +313,7 @@ int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key,
   }
   if (!b) return refuse(pool, &req, req.rc && req.rc != ENOMEM ? req.rc : ENOMEM);
   carve(pool, req.sp, b, rsize);
-  int rc = activate(pool, b, size, stream);
+  int rc = hand_out(pool, b, size, stream);
   if (rc) {
     cp_make_ready(pool, b);
     cp_stats_refresh_derived(pool);

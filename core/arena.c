@@ -41,7 +41,7 @@
  * from what it added to shared->allocated_approx, which is the sum of what
  * they added (core/testing/check.c checks them all).
  * Locking: arenas_lock comes before any pool lock; a thread holds at most
- * one arena's lock, except the main pool's cp_fronts_lock order (front.c). */
+ * one arena's lock, except the main pool's cp_tcaches_lock order (tcache.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -139,7 +139,7 @@ static cp_pool_t *arena_make_locked(cp_pool_t *main) {
   cp_pool_t *a = NULL;
   pthread_mutex_lock(&sh->arenas_lock);
   unsigned n = cp_arena_count(main);
-  if (n < main->cfg.arenas && !sh->retired && atomic_load(&main->front_on)) {
+  if (n < main->cfg.arenas && !sh->retired && atomic_load(&main->tcache_on)) {
     a = cp_arena_new(main);
     if (a) {
       pthread_mutex_lock(&a->lock);

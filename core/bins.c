@@ -27,12 +27,12 @@ void cp_bins_init(cp_bins_t *bins, size_t unit) {
   bins->unit_log2 = (unsigned)__builtin_ctzll((unsigned long long)unit);
 }
 
-static void mark(cp_bins_t *bins, unsigned c) {
+static void set_class_bit(cp_bins_t *bins, unsigned c) {
   bins->map[c / 64] |= 1ull << (c % 64);
   bins->top |= 1ull << (c / 64);
 }
 
-static void unmark_if_empty(cp_bins_t *bins, unsigned c) {
+static void clear_class_bit_if_empty(cp_bins_t *bins, unsigned c) {
   if (!RB_EMPTY(&bins->tree[c])) return;
   bins->map[c / 64] &= ~(1ull << (c % 64));
   if (bins->map[c / 64] == 0) bins->top &= ~(1ull << (c / 64));
@@ -41,7 +41,7 @@ static void unmark_if_empty(cp_bins_t *bins, unsigned c) {
 void cp_bins_insert(cp_bins_t *bins, cp_block_t *block) {
   unsigned c = class_of(bins, block->size);
   RB_INSERT(cp_size_tree, &bins->tree[c], block);
-  mark(bins, c);
+  set_class_bit(bins, c);
   bins->count++;
   bins->bytes += block->size;
 }
@@ -49,7 +49,7 @@ void cp_bins_insert(cp_bins_t *bins, cp_block_t *block) {
 void cp_bins_remove(cp_bins_t *bins, cp_block_t *block) {
   unsigned c = class_of(bins, block->size);
   RB_REMOVE(cp_size_tree, &bins->tree[c], block);
-  unmark_if_empty(bins, c);
+  clear_class_bit_if_empty(bins, c);
   bins->count--;
   bins->bytes -= block->size;
 }

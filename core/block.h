@@ -3,7 +3,7 @@
  * A segment is one backend allocation. It is tiled, in address order and
  * without gaps, by blocks linked through prev/next. Each block is in exactly
  * one state:
- *   ACTIVE   handed to the program, or lent to a thread cache (front.c),
+ *   ACTIVE   handed to the program, or lent to a thread cache (tcache.c),
  *            which may hold it freed; in the pool's pointer map.
  *   READY    free and reusable by anyone; in its subpool's size bins.
  *   PENDING  freed, the device may still touch it; in the pending FIFO (free
@@ -54,9 +54,9 @@ typedef struct cp_block {
   /* streams recorded with cp_record_stream, besides `stream` */
   uint64_t *recorded;
   uint32_t n_recorded, cap_recorded;
-  /* ACTIVE: the thread cache that lends it (front.c), set under the pool
+  /* ACTIVE: the thread cache that lends it (tcache.c), set under the pool
    * lock; tc_free, under that cache's own lock: freed into it. */
-  struct cp_front *lent;
+  struct cp_tcache *lent;
   bool tc_free;
   /* Lent: the pool would hand it out whole for `requested` bytes again, so
    * the cache may give it back for the same size without asking the rules. */

@@ -1,7 +1,7 @@
 /* free.c: a free under an arena's lock (cp_free_locked, cp_free,
  * cp_free_on_stream): ACTIVE to PENDING, or READY when nothing can touch
  * the block; it never calls the backend. The free of a thread cache's
- * blocks (front.c) ends here too, through cp_release_active.
+ * blocks (tcache.c) ends here too, through cp_release_active.
  *
  * A free goes to the one arena whose segment holds the address: the owned
  * table names it (cp_arenas_owning, owned.c); the others are not asked.
@@ -48,7 +48,7 @@ void cp_release_active(cp_pool_t *pool, cp_block_t *b, uint64_t key, unsigned fl
  * keeps the one it was allocated for). */
 int cp_free_locked(cp_pool_t *pool, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
   cp_block_t *b = cp_find_active(pool, addr);
-  if (b && b->lent && !cp_front_take_back(pool, b)) b = NULL; /* free in a thread cache: a second free */
+  if (b && b->lent && !cp_tcache_take_back(pool, b)) b = NULL; /* free in a thread cache: a second free */
   if (!b) return cp_segment_containing(pool, addr) ? EINVAL : ENOENT;
   if (restream) b->stream = *restream;
   if (pool->observer) pool->observer(pool->observer_ctx, CP_OBSERVED_FREE, addr, b->size, b->stream);

@@ -127,7 +127,7 @@ static size_t empty_cache_locked(cp_pool_t *pool) {
 
 size_t cp_empty_cache_one(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
-  cp_fronts_flush_all(pool);
+  cp_tcaches_flush_all(pool);
   size_t released = empty_cache_locked(pool);
   pthread_mutex_unlock(&pool->lock);
   return released;
@@ -141,7 +141,7 @@ size_t cp_empty_cache(cp_pool_t *main) {
 
 static size_t cached_of(cp_pool_t *pool) {
   pthread_mutex_lock(&pool->lock);
-  cp_fronts_flush_all(pool);
+  cp_tcaches_flush_all(pool);
   size_t cached = (size_t)pool->stats.cached_bytes.current;
   pthread_mutex_unlock(&pool->lock);
   return cached;
@@ -156,7 +156,7 @@ size_t cp_trim(cp_pool_t *main, size_t target_cached) {
     cp_pool_t *pool = cp_arena_at(main, i);
     if (total <= target_cached) break;
     pthread_mutex_lock(&pool->lock);
-    cp_fronts_flush_all(pool);
+    cp_tcaches_flush_all(pool);
     size_t mine = (size_t)pool->stats.cached_bytes.current, over = total - target_cached;
     size_t got = cp_release_free_segments(pool, mine > over ? mine - over : 0);
     pthread_mutex_unlock(&pool->lock);
@@ -170,7 +170,7 @@ void cp_set_limit(cp_pool_t *main, size_t limit) {
   pthread_mutex_lock(&main->shared->arenas_lock);
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
-    cp_fronts_flush_all(pool);
+    cp_tcaches_flush_all(pool);
     pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
     pthread_mutex_unlock(&pool->lock);
   }

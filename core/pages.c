@@ -31,7 +31,7 @@ static size_t page_index(const cp_pool_t *pool, const cp_segment_t *seg, uintptr
 
 static bool is_mapped(const cp_segment_t *seg, size_t i) { return (seg->mapped[i / 64] >> (i % 64)) & 1u; }
 
-static void mark(cp_pool_t *pool, cp_segment_t *seg, size_t first, size_t end, bool mapped) {
+static void set_pages_mapped(cp_pool_t *pool, cp_segment_t *seg, size_t first, size_t end, bool mapped) {
   for (size_t i = first; i < end; i++) {
     if (mapped)
       seg->mapped[i / 64] |= (uint64_t)1 << (i % 64);
@@ -56,7 +56,7 @@ static size_t run_end(const cp_segment_t *seg, size_t i, size_t end, bool mapped
 
 static void unmap_run(cp_pool_t *pool, cp_segment_t *seg, size_t first, size_t end) {
   pool->be.unmap(pool->be.ctx, pool->device, seg->base + first * pool->page, (end - first) * pool->page);
-  mark(pool, seg, first, end, false);
+  set_pages_mapped(pool, seg, first, end, false);
   pool->stats.num_device_free++;
 }
 
@@ -151,7 +151,7 @@ int cp_pages_claim(cp_pool_t *pool, cp_block_t *b, size_t size, bool *mapped) {
       cp_budget_return(pool, left * pool->page);
       return rc;
     }
-    mark(pool, seg, i, stop, true);
+    set_pages_mapped(pool, seg, i, stop, true);
     pool->stats.num_device_alloc++;
     *mapped = true;
     i = stop;

@@ -59,7 +59,7 @@ static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_
   cp_bins_init(&pool->large.ready, cfg->round);
   cp_segments_init(pool);
   pool->stats.device = device;
-  cp_fronts_update_on(pool);
+  cp_tcaches_update_on(pool);
   /* uthash frees its table when the last entry goes and allocates it again
    * on the next add: with one live block (a cudaMalloc/cudaFree loop) that
    * is a malloc and a free per pair. A permanent entry at address 0, which
@@ -91,7 +91,7 @@ cp_pool_t *cp_arena_new(cp_pool_t *main) { return pool_new(main->device, &main->
 static void free_keyed(cp_subpool_t *sp) { CP_HASH_FREE_ALL(sp->keyed, cp_keyed_t); }
 
 static void teardown_one(cp_pool_t *pool, bool give_back) {
-  cp_fronts_orphan(pool);
+  cp_tcaches_orphan(pool);
   /* Pages are unmapped only once the device is done with them. */
   if (give_back && pool->page) cp_complete_all(pool, true);
   cp_drop_fences(pool, give_back);
@@ -161,10 +161,10 @@ void cp_pool_set_observer(cp_pool_t *main, cp_observer_fn *fn, void *ctx) {
   pthread_mutex_lock(&main->shared->arenas_lock);
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
-    cp_fronts_flush_all(pool);
+    cp_tcaches_flush_all(pool);
     pool->observer = fn;
     pool->observer_ctx = ctx;
-    cp_fronts_update_on(pool);
+    cp_tcaches_update_on(pool);
     pthread_mutex_unlock(&pool->lock);
   }
   pthread_mutex_unlock(&main->shared->arenas_lock);

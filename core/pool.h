@@ -21,8 +21,8 @@
  *
  * Threads: every function takes the pool's mutex; the backend is called with
  * it held, except for barriers, issued with it released (backend.h).
- * cp_front_alloc/cp_front_free are the same calls through the
- * calling thread's front cache (front.c), which serves a keyed free and the
+ * cp_tcache_alloc/cp_tcache_free are the same calls through the
+ * calling thread cache (tcache.c), which serves a keyed free and the
  * same thread's next allocation of that block without the mutex. */
 #ifndef CUDAPOOL_CORE_POOL_H
 #define CUDAPOOL_CORE_POOL_H
@@ -71,7 +71,7 @@ typedef struct cp_config {
   /* Arenas (arena.c): at most this many pools of the device (1: one, no
    * arenas), to which threads move whose allocations keep finding the
    * lock taken: arena_move_after contended allocations more than
-   * uncontended ones. Only through cp_front_alloc. */
+   * uncontended ones. Only through cp_tcache_alloc. */
   unsigned arenas;
   unsigned arena_move_after;
 } cp_config_t;
@@ -135,14 +135,14 @@ int cp_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
  * key), and cp_sync_stream(stream) completes it. Same codes as cp_free. */
 int cp_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
 
-/* cp_alloc, cp_free and cp_free_on_stream through this thread's cache of the pool (front.c):
+/* cp_alloc, cp_free and cp_free_on_stream through this thread's cache of the pool (tcache.c):
  * the same results and stats (read through cp_get_stats), and a block freed
  * with a key comes back to the same (stream, key) without the pool lock.
  * A pool with an observer or CP_REUSE_IMMEDIATE serves them through the
  * pool alone. */
-int cp_front_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out);
-int cp_front_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
-int cp_front_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
+int cp_tcache_alloc(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key, uintptr_t *out);
+int cp_tcache_free(cp_pool_t *pool, uintptr_t addr, uint64_t key, unsigned flags);
+int cp_tcache_free_on_stream(cp_pool_t *pool, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags);
 
 /* What the pool reports to an observer (the shim's trace recorder), called
  * with the pool lock held: a block's free is seen before anyone can be

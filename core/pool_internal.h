@@ -20,7 +20,7 @@
  * observer), alloc.c (a request to a block), free.c (a free), query.c
  * (what a pointer is), reuse.c (pending and ready blocks), sync.c
  * (barriers, fences, synchronisations), limits.c (limit, budget, trim),
- * segment.c and pages.c (backend memory), front.c and front_flush.c (thread
+ * segment.c and pages.c (backend memory), tcache.c and tcache_flush.c (thread
  * caches), arena.c (a thread's arena, the shared free order), stats.c,
  * owned.c (which arena owns an address, without a lock). */
 #ifndef CUDAPOOL_CORE_POOL_INTERNAL_H
@@ -155,11 +155,11 @@ struct cp_pool {
   cp_block_t *spare;       /* recycled block structs (via next) */
   uint64_t uid;            /* never reused: tells a thread's cache of a destroyed pool from this one's */
   atomic_bool has_arenas;  /* main pool: it has made an arena (beside uid: read on every allocation) */
-  struct cp_front *fronts; /* the thread caches of this pool (front.c) */
-  /* Lent blocks their threads freed without a key (front.c): pushed without
+  struct cp_tcache *tcaches; /* the thread caches of this pool (tcache.c) */
+  /* Lent blocks their threads freed without a key (tcache.c): pushed without
    * the lock, made pending at the next flush, before any decision. */
   _Atomic(cp_block_t *) deferred;
-  atomic_bool front_on; /* thread caches may serve (no observer, deferred reuse) */
+  atomic_bool tcache_on; /* thread caches may serve (no observer, deferred reuse) */
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
   /* stats.allocated_bytes.current for other arenas' limit checks, and what
@@ -266,7 +266,7 @@ int cp_alloc_locked(cp_pool_t *pool, size_t size, uint64_t stream, uint64_t key,
 /* An allocation refused: counted, and reported to the observer. */
 void cp_refused(cp_pool_t *pool, size_t size, uint64_t stream);
 /* While on, this thread's cp_alloc_locked leaves a refusal to its caller,
- * who tries the other arenas first (front.c) and calls cp_refused if they
+ * who tries the other arenas first (tcache.c) and calls cp_refused if they
  * fail. Per thread: a barrier releases the pool lock mid-allocation. */
 void cp_defer_refusal(bool on);
 /* Whether this thread's last cp_alloc_locked under cp_defer_refusal(true)
@@ -296,23 +296,23 @@ static inline cp_block_t *cp_find_active(cp_pool_t *pool, uintptr_t addr) {
 /* After blocks went back: the derived stats, the cache cap, then unlock. */
 void cp_settle_and_unlock(cp_pool_t *pool);
 
-/* ---- front_flush.c: thread caches, with the pool lock held ------------------------ */
+/* ---- tcache_flush.c: thread caches, with the pool lock held ------------------------ */
 
 /* Fold every cache's figures into the stats and give back every block they
  * hold freed; true if any was given back. */
-bool cp_fronts_flush_all(cp_pool_t *pool);
+bool cp_tcaches_flush_all(cp_pool_t *pool);
 /* Fold every cache's figures into the stats (peaks exact for one thread). */
-void cp_fronts_fold_all(cp_pool_t *pool);
+void cp_tcaches_fold_all(cp_pool_t *pool);
 /* A block lent to a thread cache comes back to the pool: true if it was
  * live (now the pool's alone), false if the cache holds it freed. */
-bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b);
+bool cp_tcache_take_back(cp_pool_t *pool, cp_block_t *b);
 /* Whether the thread cache lending b holds it freed. */
-bool cp_front_holds_freed(cp_block_t *b);
+bool cp_tcache_holds_freed(cp_block_t *b);
 /* Blocks every thread cache holds freed (for tests). Takes the pool lock. */
-size_t cp_fronts_held(cp_pool_t *pool);
-void cp_fronts_update_on(cp_pool_t *pool);
+size_t cp_tcaches_held(cp_pool_t *pool);
+void cp_tcaches_update_on(cp_pool_t *pool);
 /* The pool goes away: its caches are left to their threads, empty. */
-void cp_fronts_orphan(cp_pool_t *pool);
+void cp_tcaches_orphan(cp_pool_t *pool);
 
 /* ---- the arenas of a device pool --------------------------------------------------- */
 

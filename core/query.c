@@ -16,7 +16,7 @@
 /* The live block at addr: ACTIVE and not free in a thread cache. */
 static cp_block_t *find_live(cp_pool_t *pool, uintptr_t addr) {
   cp_block_t *b = cp_find_active(pool, addr);
-  return b && b->lent && cp_front_holds_freed(b) ? NULL : b;
+  return b && b->lent && cp_tcache_holds_freed(b) ? NULL : b;
 }
 
 static size_t block_size_one(cp_pool_t *pool, uintptr_t addr) {
@@ -40,7 +40,7 @@ static int block_find_one(cp_pool_t *pool, uintptr_t addr, cp_block_info_t *out)
   while (b && addr - b->addr >= b->size) b = b->next;
   int rc = seg ? EINVAL : ENOENT;
   /* A thread cache gives a live block back first: its `requested` is then the pool's to read. */
-  if (b && b->state == CP_BLOCK_ACTIVE && b->lent && !cp_front_take_back(pool, b)) b = NULL;
+  if (b && b->state == CP_BLOCK_ACTIVE && b->lent && !cp_tcache_take_back(pool, b)) b = NULL;
   if (b && b->state == CP_BLOCK_ACTIVE && addr - b->addr < b->requested) {
     *out = (cp_block_info_t){.start = b->addr,
                              .size = b->requested,
@@ -62,7 +62,7 @@ static int record_stream_one(cp_pool_t *pool, uintptr_t addr, uint64_t stream) {
   pthread_mutex_lock(&pool->lock);
   cp_block_t *b = cp_find_active(pool, addr);
   /* Used on another stream: never reused by key, so no thread cache keeps it. */
-  if (b && b->lent && !cp_front_take_back(pool, b)) b = NULL;
+  if (b && b->lent && !cp_tcache_take_back(pool, b)) b = NULL;
   int rc = b ? 0 : ENOENT;
   if (b && stream != b->stream) {
     bool known = false;

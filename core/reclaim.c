@@ -3,7 +3,7 @@
  * and the idle release hold, while the program makes no call.
  *
  * What it owns: the idle stamp of each segment (segment->free_since: when a
- * pass first saw the segment wholly free; activate() in pool.c clears it)
+ * pass first saw the segment wholly free; hand_out() in alloc.c clears it)
  * and the decision which memory a pass gives back. Everything else is the
  * pool's own machinery, called as a program's thread would: caches flushed
  * as by a stats read, cp_try_barrier (which issues the barrier with the
@@ -52,7 +52,7 @@ static void release_idle(cp_pool_t *pool, const cp_reclaim_args_t *a, cp_reclaim
 static void pass_one(cp_pool_t *pool, const cp_reclaim_args_t *a, cp_reclaim_result_t *out) {
   pthread_mutex_lock(&pool->lock);
   if (pool->main == pool) pool->stats.num_reclaims++;
-  cp_fronts_flush_all(pool);
+  cp_tcaches_flush_all(pool);
   if (pool->fifo_head && cp_try_barrier(pool) == CP_BARRIER_NONE) cp_poll_fences(pool);
   bool release = releasing(pool, a);
   /* Pages are unmapped only once their work has completed: a fence now, found done by a later pass. */
@@ -81,7 +81,7 @@ bool cp_reclaim_waiting(cp_pool_t *main) {
   for (unsigned i = 0, n = cp_arena_count(main); i < n && !waiting; i++) {
     cp_pool_t *pool = cp_arena_at(main, i);
     pthread_mutex_lock(&pool->lock);
-    cp_fronts_flush_all(pool);
+    cp_tcaches_flush_all(pool);
     waiting = pool->fifo_head != NULL;
     pthread_mutex_unlock(&pool->lock);
   }

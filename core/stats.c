@@ -27,7 +27,7 @@ static size_t largest_ready(cp_pool_t *pool) {
 
 static void stats_one(cp_pool_t *pool, cudapool_stats_t *out) {
   pthread_mutex_lock(&pool->lock);
-  cp_fronts_flush_all(pool);
+  cp_tcaches_flush_all(pool);
   *out = pool->stats;
   out->blocks = pool->block_count;
   out->free_blocks = pool->free_block_count;
@@ -68,7 +68,7 @@ void cp_get_stats(cp_pool_t *main, cudapool_stats_t *out) {
 void cp_reset_peak(cp_pool_t *main) {
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
-    cp_fronts_fold_all(pool);
+    cp_tcaches_fold_all(pool);
 #define RESET_PEAK(name, desc) pool->stats.name.peak = pool->stats.name.current;
     CUDAPOOL_GAUGES(RESET_PEAK)
 #undef RESET_PEAK

@@ -19,10 +19,10 @@
 #include "pool_internal.h"
 #include "util.h"
 
-static cp_fence_rec_t *fence_front(cp_pool_t *pool) { return &pool->fences[pool->fence_head]; }
+static cp_fence_rec_t *fence_tcache(cp_pool_t *pool) { return &pool->fences[pool->fence_head]; }
 
 static void fence_pop(cp_pool_t *pool, bool release) {
-  cp_fence_rec_t *rec = fence_front(pool);
+  cp_fence_rec_t *rec = fence_tcache(pool);
   if (release && pool->be.fence_release) pool->be.fence_release(pool->be.ctx, pool->device, rec->fence);
   pool->fence_head = (pool->fence_head + 1) % pool->fence_cap;
   pool->fence_count--;
@@ -160,13 +160,13 @@ static bool retire_fences(cp_pool_t *pool, bool wait) {
   fence_new_frees(pool);
   bool progress = false;
   while (pool->fence_count) {
-    cp_fence_t f = fence_front(pool)->fence;
+    cp_fence_t f = fence_tcache(pool)->fence;
     if (wait ? pool->be.fence_wait(pool->be.ctx, pool->device, f) != 0
              : pool->be.fence_query(pool->be.ctx, pool->device, f) != 1)
       break;
     if (wait) pool->stats.num_fences_waited++;
-    cp_complete_upto(pool, fence_front(pool)->covers);
-    if (fence_front(pool)->covers > pool->completed_seq) pool->completed_seq = fence_front(pool)->covers;
+    cp_complete_upto(pool, fence_tcache(pool)->covers);
+    if (fence_tcache(pool)->covers > pool->completed_seq) pool->completed_seq = fence_tcache(pool)->covers;
     fence_pop(pool, true);
     progress = true;
   }
@@ -192,7 +192,7 @@ bool cp_poll_fences(cp_pool_t *pool) { return retire_fences(pool, false); }
 bool cp_wait_fences(cp_pool_t *pool) { return retire_fences(pool, true); }
 
 void cp_retire_fences_upto(cp_pool_t *pool, uint64_t seq) {
-  while (pool->fence_count && fence_front(pool)->covers <= seq) fence_pop(pool, true);
+  while (pool->fence_count && fence_tcache(pool)->covers <= seq) fence_pop(pool, true);
 }
 
 void cp_sync_mark(cp_pool_t *main, cp_mark_t *out) {
@@ -200,7 +200,7 @@ void cp_sync_mark(cp_pool_t *main, cp_mark_t *out) {
   out->n = 0;
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
-    cp_fronts_flush_all(pool);
+    cp_tcaches_flush_all(pool);
     out->seq[out->n++] = pool->free_seq;
     pthread_mutex_unlock(&pool->lock);
   }

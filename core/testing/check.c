@@ -85,7 +85,7 @@ static int check_fifo(cp_pool_t *pool, size_t expected, char *why, size_t n) {
 
 static int check_one(cp_pool_t *pool, unsigned index, char *why, size_t n, size_t *reserved, int64_t *added) {
   pthread_mutex_lock(&pool->lock);
-  cp_fronts_flush_all(pool); /* what they hold freed is checked as pending blocks */
+  cp_tcaches_flush_all(pool); /* what they hold freed is checked as pending blocks */
   tally_t t = {0};
   int rc = 0;
   size_t listed = 0;

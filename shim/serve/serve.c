@@ -136,7 +136,7 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
   fputc('\n', stderr);
 }
 
-/* The pool could not serve: rc is cp_front_alloc's. */
+/* The pool could not serve: rc is cp_tcache_alloc's. */
 static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, cp_device_t *dev, size_t size,
                                                                int rc) {
   if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
@@ -158,7 +158,7 @@ alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_
   cp_pool_t *pool = cp_device_pool_if_any(dev);
   if (!pool) pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
-  int rc = cp_front_alloc(pool, size, stream, key, out);
+  int rc = cp_tcache_alloc(pool, size, stream, key, out);
   return rc == 0 ? CP_SERVED : not_served(pool, dev, size, rc);
 }
 
@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) int free_in_device_pool(cp_device_t
                                                                      uint64_t stream, unsigned flags) {
   cp_pool_t *pool = cp_device_pool_if_any(dev);
   uint64_t key = stream == CP_STREAM_DEVICE ? cp_device_reuse_key(dev) : CP_KEY_STREAM_ORDERED;
-  return pool ? cp_front_free_on_stream(pool, p, stream, key, flags) : ENOENT;
+  return pool ? cp_tcache_free_on_stream(pool, p, stream, key, flags) : ENOENT;
 }
 
 /* free_in_pools with several devices' pools. */

@@ -32,9 +32,9 @@ typedef struct churn {
   _Atomic uintptr_t handoff[CHURN_THREADS]; /* a block passed to the next thread to free */
   _Atomic int failures;
   bool
-      front; /* through the threads' front caches (cp_front_alloc/free), stats read and caches emptied meanwhile */
+      tcache; /* through the threads' thread caches (cp_tcache_alloc/free), stats read and caches emptied meanwhile */
   bool unkeyed; /* every thread's key 0, as in a program that created streams */
-  bool arenas;  /* through the front caches, up to 4 arenas; odd threads start in new ones */
+  bool arenas;  /* through the thread caches, up to 4 arenas; odd threads start in new ones */
 } churn_t;
 
 static churn_t churn_state;
@@ -56,7 +56,7 @@ static void churn_release(uintptr_t p, size_t size) {
 static void churn_free(uintptr_t p, uint64_t key) {
   churn_release(p, cp_block_size(churn_state.pool, p));
   int rc =
-      churn_state.front ? cp_front_free(churn_state.pool, p, key, 0) : cp_free(churn_state.pool, p, key, 0);
+      churn_state.tcache ? cp_tcache_free(churn_state.pool, p, key, 0) : cp_free(churn_state.pool, p, key, 0);
   CHURN_CHECK(rc == 0, "cp_free failed with %d", rc);
 }
 
@@ -65,10 +65,10 @@ static void churn_free(uintptr_t p, uint64_t key) {
 static void churn_move_arena(int id) {
   uintptr_t p;
   pthread_mutex_lock(&churn_state.pool->lock);
-  int rc = cp_front_alloc(churn_state.pool, 512, (uint64_t)id, 0, &p);
+  int rc = cp_tcache_alloc(churn_state.pool, 512, (uint64_t)id, 0, &p);
   pthread_mutex_unlock(&churn_state.pool->lock);
-  CHURN_CHECK(rc == 0, "cp_front_alloc in another arena failed with %d", rc);
-  CHURN_CHECK(cp_front_free(churn_state.pool, p, 0, 0) == 0, "free in another arena failed");
+  CHURN_CHECK(rc == 0, "cp_tcache_alloc in another arena failed with %d", rc);
+  CHURN_CHECK(cp_tcache_free(churn_state.pool, p, 0, 0) == 0, "free in another arena failed");
 }
 
 static void *churn_thread(void *arg) {
@@ -90,7 +90,7 @@ static void *churn_thread(void *arg) {
     } else {
       size_t size = rng % 5 == 0 ? ((size_t)1 << 20) + rng % (3u << 20) : 1 + rng % (64u << 10);
       uintptr_t p;
-      int rc = churn_state.front ? cp_front_alloc(churn_state.pool, size, (uint64_t)id, key, &p)
+      int rc = churn_state.tcache ? cp_tcache_alloc(churn_state.pool, size, (uint64_t)id, key, &p)
                                  : cp_alloc(churn_state.pool, size, (uint64_t)id, key, &p);
       if (rc != 0) continue;
       churn_claim(p, cp_block_size(churn_state.pool, p));
@@ -101,11 +101,11 @@ static void *churn_thread(void *arg) {
       cp_sync_mark(churn_state.pool, &mark);
       cp_sync_device(churn_state.pool, &mark);
     }
-    if (churn_state.front && id == 0 && rng % 512 == 1) {
+    if (churn_state.tcache && id == 0 && rng % 512 == 1) {
       cudapool_stats_t s;
       cp_get_stats(churn_state.pool, &s); /* flushes every thread's cache */
     }
-    if (churn_state.front && id == 1 && rng % 2048 == 2) cp_empty_cache(churn_state.pool);
+    if (churn_state.tcache && id == 1 && rng % 2048 == 2) cp_empty_cache(churn_state.pool);
   }
   for (int s = 0; s < 16; s++)
     if (live[s]) churn_free(live[s], key);
@@ -114,8 +114,8 @@ static void *churn_thread(void *arg) {
 
 /* Runs the churn on a fresh pool; returns the pool (the caller checks it
  * and calls churn_close). */
-static cp_pool_t *churn_run_with(bool front, bool unkeyed, bool arenas) {
-  churn_state.front = front || arenas;
+static cp_pool_t *churn_run_with(bool tcache, bool unkeyed, bool arenas) {
+  churn_state.tcache = tcache || arenas;
   churn_state.unkeyed = unkeyed;
   churn_state.arenas = arenas;
   cp_config_t cfg;
@@ -142,7 +142,7 @@ static cp_pool_t *churn_run_with(bool front, bool unkeyed, bool arenas) {
   return churn_state.pool;
 }
 
-static cp_pool_t *churn_run(bool front, bool unkeyed) { return churn_run_with(front, unkeyed, false); }
+static cp_pool_t *churn_run(bool tcache, bool unkeyed) { return churn_run_with(tcache, unkeyed, false); }
 
 /* What every churn must leave: nothing allocated, as many frees as
  * allocations, the pool's invariants whole. Returns its stats. */

@@ -8,7 +8,7 @@
  * (cudaStreamPerThread), the _ptsz entry points (stream 0 in a
  * --default-stream per-thread build), a memset, a copy and a kernel launch
  * (which the fake says writes nothing: the other block shows the keys went
- * off), with and without a trace (a traced pool has no front caches: the
+ * off), with and without a trace (a traced pool has no thread caches: the
  * rule, not the cache). */
 #include <string.h>
 
@@ -44,7 +44,7 @@ Test(ptds_threads, the_handle_from_two_threads_as_natively) {
  * shim's run is what is checked. */
 Test(ptds_threads, the_ptsz_entry_points_from_two_threads) { expect_no_early_reuse("ptsz_threads", NULL); }
 
-Test(ptds_threads, traced_without_front_caches) {
+Test(ptds_threads, traced_without_thread_caches) {
   char dir[] = "/tmp/cudapool-it-XXXXXX", trace[128];
   cr_assert(ne(ptr, mkdtemp(dir), NULL));
   snprintf(trace, sizeof trace, "CUDAPOOL_TRACE=%s/trace.%%p.csv", dir);

@@ -24,13 +24,13 @@ static void open_arenas(size_t capacity, size_t limit) {
 }
 
 static int fr_alloc_rc(size_t size, uint64_t key, uintptr_t *p) {
-  return cp_front_alloc(F.pool, size, CP_STREAM_DEVICE, key, p);
+  return cp_tcache_alloc(F.pool, size, CP_STREAM_DEVICE, key, p);
 }
 
 static uintptr_t fr_alloc(size_t size, uint64_t key) {
   uintptr_t p = 0;
   int rc = fr_alloc_rc(size, key, &p);
-  cr_assert(eq(int, rc, 0), "cp_front_alloc(%zu) failed with %d", size, rc);
+  cr_assert(eq(int, rc, 0), "cp_tcache_alloc(%zu) failed with %d", size, rc);
   return p;
 }
 
@@ -72,8 +72,8 @@ Test(arenas, a_free_goes_to_the_arena_owning_the_block_and_no_other, .timeout = 
   cp_block_info_t info;
   cr_assert(eq(int, cp_block_find(F.pool, a + 100, &info), 0));
   cr_assert(eq(int, cp_record_stream(F.pool, c, 7), 0));
-  cr_assert(eq(int, cp_front_free(F.pool, a, 1, CP_FREE_DEVICE_IDLE), 0)); /* under the main pool's lock */
-  cr_assert(eq(int, cp_front_free(F.pool, a, 1, CP_FREE_DEVICE_IDLE), EINVAL), "a second free");
+  cr_assert(eq(int, cp_tcache_free(F.pool, a, 1, CP_FREE_DEVICE_IDLE), 0)); /* under the main pool's lock */
+  cr_assert(eq(int, cp_tcache_free(F.pool, a, 1, CP_FREE_DEVICE_IDLE), EINVAL), "a second free");
   cr_assert(eq(int, cp_free(F.pool, c, 1, 0), 0));
   pthread_mutex_unlock(&home->lock);
   fx_free(b, 1);
@@ -104,17 +104,17 @@ Test(arenas, a_thread_that_finds_its_arena_locked_moves_and_serves_from_new_segm
   /* Frees find the block's arena whatever the thread's; the codes are
    * those of one pool. */
   cr_assert(eq(u64, cp_block_size(F.pool, a), 4096));
-  cr_assert(eq(int, cp_front_free(F.pool, a, 1, 0), 0));
-  cr_assert(eq(int, cp_front_free(F.pool, a, 1, 0), EINVAL));
+  cr_assert(eq(int, cp_tcache_free(F.pool, a, 1, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, a, 1, 0), EINVAL));
   cr_assert(eq(int, cp_free(F.pool, b, 0, 0), 0));
   cr_assert(eq(int, cp_free(F.pool, b, 0, 0), EINVAL));
-  cr_assert(eq(int, cp_front_free(F.pool, c + 512, 1, 0), EINVAL));
-  cr_assert(eq(int, cp_front_free(F.pool, 0x1000, 1, 0), ENOENT));
+  cr_assert(eq(int, cp_tcache_free(F.pool, c + 512, 1, 0), EINVAL));
+  cr_assert(eq(int, cp_tcache_free(F.pool, 0x1000, 1, 0), ENOENT));
   cr_assert(eq(int, cp_record_stream(F.pool, c, 7), 0));
   cp_block_info_t info;
   cr_assert(eq(int, cp_block_find(F.pool, c + 100, &info), 0));
   cr_assert(eq(u64, info.start, c));
-  cr_assert(eq(int, cp_front_free(F.pool, c, 1, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, c, 1, 0), 0));
   s = fx_stats();
   cr_assert(eq(i64, s.allocated_bytes.current, 0));
   cr_assert(eq(u64, s.num_free, 3));
@@ -149,7 +149,7 @@ Test(arenas, a_pool_with_one_arena_never_makes_another) {
   fx_open(GiB); /* cfg.arenas 1 */
   uintptr_t p = fr_alloc(512, 1);
   cr_assert(eq(u32, cp_arena_count(F.pool), 1));
-  cr_assert(eq(int, cp_front_free(F.pool, p, 1, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, p, 1, 0), 0));
   fx_close();
 }
 
@@ -169,7 +169,7 @@ Test(arenas, one_barrier_readies_the_frees_of_every_arena) {
   uintptr_t a = fx_alloc(20 * MiB); /* cp_alloc: the main pool */
   fx_free(a, 0);                    /* pending, no key */
   uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0);
-  cr_assert(eq(int, cp_front_free(F.pool, c, 0, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, c, 0, 0), 0));
   uintptr_t c2 = fr_alloc(20 * MiB, 0); /* arena 1's barrier, covering a too */
   cr_assert(eq(u64, c2, c));
   cr_assert(eq(u64, F.sim.barriers, 1));
@@ -189,7 +189,7 @@ Test(arenas, a_barrier_covers_each_arena_up_to_its_own_count_of_frees) {
   fx_free(a, 0);                                           /* the main pool's 31st free */
   cr_assert(eq(u64, F.sim.barriers, 0));
   uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0);
-  cr_assert(eq(int, cp_front_free(F.pool, c, 0, 0), 0)); /* arena 1's first */
+  cr_assert(eq(int, cp_tcache_free(F.pool, c, 0, 0), 0)); /* arena 1's first */
   uintptr_t c2 = fr_alloc(20 * MiB, 0);                  /* arena 1's barrier */
   cr_assert(eq(u64, c2, c));
   cr_assert(eq(u64, F.sim.barriers, 1));
@@ -220,7 +220,7 @@ Test(arenas, one_sync_mark_covers_the_frees_of_every_arena) {
   uintptr_t a = fx_alloc(20 * MiB);
   fx_free(a, 0);
   uintptr_t c = alloc_moving_from(F.pool, 20 * MiB, 0);
-  cr_assert(eq(int, cp_front_free(F.pool, c, 0, 0), 0)); /* deferred: the mark takes it in */
+  cr_assert(eq(int, cp_tcache_free(F.pool, c, 0, 0), 0)); /* deferred: the mark takes it in */
   fx_sync_now();
   cr_assert(eq(u64, fr_alloc(20 * MiB, 0), c));
   cr_assert(eq(u64, fx_alloc(20 * MiB), a));
@@ -374,7 +374,7 @@ Test(arenas, the_cache_cap_is_split_between_the_arenas) {
   uintptr_t b = alloc_moving_from(F.pool, 4096, 1); /* two arenas: 15 MiB each */
   fx_free_idle(small);                              /* the main pool settles: over its share */
   cr_assert(eq(sz, F.sim.used, 4 * MiB));
-  cr_assert(eq(int, cp_front_free(F.pool, b, 1, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, b, 1, 0), 0));
   fx_close();
 }
 
@@ -469,6 +469,6 @@ Test(arenas, a_request_past_the_limit_leaves_the_other_arenas_cache_alone) {
   cr_assert(eq(int, fr_alloc_rc(200 * MiB, 1, &q), ENOMEM));
   cr_assert(eq(sz, F.sim.used, 22 * MiB));
   cr_assert(eq(u64, fx_stats().num_ooms, 1));
-  cr_assert(eq(int, cp_front_free(F.pool, b, 1, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, b, 1, 0), 0));
   fx_close();
 }

@@ -1,4 +1,4 @@
-/* fork.c: a thread with a front cache (core/front.c) forks while another
+/* fork.c: a thread with a thread cache (core/tcache.c) forks while another
  * thread holds the pool lock, and the child's thread returns: its cache's
  * exit must not lock the child's copy of that lock, which no thread of the
  * child will ever release (issue 31, item 6: 132 of 200 children hung).
@@ -50,7 +50,7 @@ static void *reaper(void *unused) {
 static void *worker(void *unused) {
   (void)unused;
   uintptr_t p = 0;
-  if (cp_front_alloc(F.pool, 4096, CP_STREAM_DEVICE, 7, &p) != 0 || cp_front_free(F.pool, p, 7, 0) != 0)
+  if (cp_tcache_alloc(F.pool, 4096, CP_STREAM_DEVICE, 7, &p) != 0 || cp_tcache_free(F.pool, p, 7, 0) != 0)
     return NULL; /* scene.status stays -1 */
   scene_step(1);
   scene_wait(2);

@@ -1,6 +1,6 @@
 /* oracle_tsan.c: the coverage oracle of issue 31. Six threads make 40,000
  * random operations each on one pool over the simulated device, through
- * their front caches (keyed frees, deferred unkeyed frees), across six
+ * their thread caches (keyed frees, deferred unkeyed frees), across six
  * arenas, with blocks handed to other threads to free, stream-ordered
  * allocations and frees on each thread's per-thread stream (a stream tag of
  * its own, reuse key UINT64_MAX as the shim gives them), synchronisations
@@ -211,8 +211,8 @@ static void do_free(live_t b, uint64_t key, bool on_stream, unsigned stream_code
   size_t size = cp_block_size(O.pool, b.p);
   unsigned s = on_stream ? stream_code : b.stream;
   record_free(b.p, size, s, key);
-  int rc = on_stream ? cp_front_free_on_stream(O.pool, b.p, stream_tag(stream_code), key, 0)
-                     : cp_front_free(O.pool, b.p, key, 0);
+  int rc = on_stream ? cp_tcache_free_on_stream(O.pool, b.p, stream_tag(stream_code), key, 0)
+                     : cp_tcache_free(O.pool, b.p, key, 0);
   if (rc) fail("free", rc);
 }
 
@@ -242,7 +242,7 @@ static void *thread_main(void *arg) {
       unsigned stream = kind == 2 ? per_thread : kind == 3 ? 0 : own;
       uint64_t key = kind == 2 ? ORDERED : kind == 1 ? 0 : id + 1;
       uintptr_t p;
-      int rc = cp_front_alloc(O.pool, size, stream_tag(stream), key, &p);
+      int rc = cp_tcache_alloc(O.pool, size, stream_tag(stream), key, &p);
       if (rc == ENOMEM) continue;
       if (rc) {
         fail("alloc", rc);

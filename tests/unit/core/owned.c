@@ -112,16 +112,16 @@ Test(owned, random_segments_match_a_model) {
 Test(owned, a_free_of_no_segments_address_takes_no_pool_lock, .timeout = 20) {
   fx_open(GiB);
   uintptr_t p = 0; /* through the thread's cache, which a foreign address then misses */
-  cr_assert(eq(int, cp_front_alloc(F.pool, 4096, CP_STREAM_DEVICE, 1, &p), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 4096, CP_STREAM_DEVICE, 1, &p), 0));
   uintptr_t foreign = AREA + 12345 * 512;
   pthread_mutex_lock(&F.pool->lock);
-  cr_assert(eq(int, cp_front_free(F.pool, foreign, 1, 0), ENOENT));
-  cr_assert(eq(int, cp_front_free(F.pool, foreign, 0, 0), ENOENT));
+  cr_assert(eq(int, cp_tcache_free(F.pool, foreign, 1, 0), ENOENT));
+  cr_assert(eq(int, cp_tcache_free(F.pool, foreign, 0, 0), ENOENT));
   cr_assert(eq(sz, cp_block_size(F.pool, foreign), 0));
   cr_assert(eq(int, cp_record_stream(F.pool, foreign, 7), ENOENT));
   pthread_mutex_unlock(&F.pool->lock);
   cr_assert(eq(ptr, (void *)cp_owned_lookup(p), F.pool), "the pool's own segment is counted, as its");
-  cr_assert(eq(int, cp_front_free(F.pool, p, 1, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, p, 1, 0), 0));
   fx_close();
   cr_assert(not(cp_owned_maybe(p)), "and forgotten with the pool");
 }

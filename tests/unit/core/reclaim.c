@@ -56,27 +56,27 @@ Test(reclaim_wakeup, only_when_something_freed_starts_to_wait) {
   fx_sync_now();
   /* Through a thread cache: the first keyed free into it, then none. */
   uintptr_t p[4];
-  for (int i = 0; i < 4; i++) cr_assert(eq(int, cp_front_alloc(F.pool, 1 * MiB, 0, 9, &p[i]), 0));
-  for (int i = 0; i < 4; i++) cr_assert(eq(int, cp_front_free(F.pool, p[i], 9, 0), 0));
+  for (int i = 0; i < 4; i++) cr_assert(eq(int, cp_tcache_alloc(F.pool, 1 * MiB, 0, 9, &p[i]), 0));
+  for (int i = 0; i < 4; i++) cr_assert(eq(int, cp_tcache_free(F.pool, p[i], 9, 0), 0));
   cr_assert(eq(int, freed_pending, 3), "the cache's first free");
   /* A cached cycle (alloc and free from the cache) wakes nothing more. */
   uintptr_t q;
-  cr_assert(eq(int, cp_front_alloc(F.pool, 1 * MiB, 0, 9, &q), 0));
-  cr_assert(eq(int, cp_front_free(F.pool, q, 9, 0), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 1 * MiB, 0, 9, &q), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, q, 9, 0), 0));
   cr_assert(eq(int, freed_pending, 3));
   /* A pass flushes the cache (the pool's list was empty: one more) and
    * makes everything ready; the next free into the cache is a first again. */
   cr_assert(not(pass(1, 0).busy));
   cr_assert(eq(int, freed_pending, 4));
   cr_assert(eq(i64, fx_stats().pending_bytes.current, 0));
-  cr_assert(eq(int, cp_front_alloc(F.pool, 1 * MiB, 0, 9, &q), 0));
-  cr_assert(eq(int, cp_front_free(F.pool, q, 9, 0), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 1 * MiB, 0, 9, &q), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, q, 9, 0), 0));
   cr_assert(eq(int, freed_pending, 5));
   /* Without a key a lent block goes onto the deferred stack: its first wakes. */
   fx_sync_now();
-  cr_assert(eq(int, cp_front_alloc(F.pool, 1 * MiB, 0, 0, &q), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 1 * MiB, 0, 0, &q), 0));
   freed_pending = 0;
-  cr_assert(eq(int, cp_front_free(F.pool, q, 0, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, q, 0, 0), 0));
   cr_assert(eq(int, freed_pending, 1), "the first deferred free");
   /* Freed straight to ready (a synchronised free): said as such. */
   uintptr_t r = fx_alloc(4 * MiB);

@@ -1,6 +1,6 @@
 /* threads_tsan.c: the churn of core_churn.h as a plain program, for
  * ThreadSanitizer (Criterion cannot start under it: Snaipe/Criterion#274),
- * on the pool alone, through the threads' front caches (core/front.c:
+ * on the pool alone, through the threads' thread caches (core/tcache.c:
  * stats read and caches emptied meanwhile), and unkeyed (barriers shared),
  * alone and through the caches (frees deferred to the pool without its lock),
  * and with the threads spread over arenas (core/arena.c), keyed and not.
@@ -20,8 +20,8 @@
   } while (0)
 #include "core_churn.h"
 
-static void churn_once(bool front, bool unkeyed) {
-  churn_checked_stats(churn_run(front, unkeyed));
+static void churn_once(bool tcache, bool unkeyed) {
+  churn_checked_stats(churn_run(tcache, unkeyed));
   churn_close();
 }
 

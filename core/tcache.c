@@ -1,6 +1,6 @@
-/* front.c: the per-thread front cache of a pool (cp_front_alloc/free).
+/* tcache.c: the per-thread thread cache of a pool (cp_tcache_alloc/free).
  *
- * What it owns. Each thread has, per pool it used, a cp_front_t: blocks the
+ * What it owns. Each thread has, per pool it used, a cp_tcache_t: blocks the
  * pool LENT it (ACTIVE in the pool, block->lent == the cache) are either
  * live in the program (the newest in `hot`, the others in the cache's
  * address table) or freed into it (in `free_`, tc_free set). A free of a
@@ -23,7 +23,7 @@
  * pool's own free would have, only later in the free order, so a barrier
  * covers them only if it began after that: never earlier than their free.
  * A thread cycling blocks then takes the pool lock once a pair, not twice.
- * Every pool operation of front.c drains the stack before anything else
+ * Every pool operation of tcache.c drains the stack before anything else
  * (then folds), so the pool counts a thread's frees in its program order:
  * a free is deferred only while its cache has no fast-path figures left to
  * fold.
@@ -49,7 +49,7 @@
  * its arena empties the others and tries once more before it is refused.
  *
  * Locking: pool lock, then a cache's lock (a spin flag: held for pointer
- * work only). `cp_fronts_lock` (a thread leaving, a pool destroyed) comes
+ * work only). `cp_tcaches_lock` (a thread leaving, a pool destroyed) comes
  * before both. In the child of a fork() a thread's exit takes none of them
  * for the caches it inherited (`forks`): they are the parent's copies.
  * block->lent is written under the pool lock; tc_free,
@@ -61,12 +61,12 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "front_cache.h"
+#include "tcache.h"
 
 /* One thread-local block, so that the hint and its entry cost one address. */
 static __thread __attribute__((tls_model("initial-exec"))) struct {
   unsigned hint; /* the entry found last */
-  tls_front_t at[TLS_FRONTS];
+  tls_tcache_t at[TLS_TCACHES];
 } my;
 
 static pthread_key_t exit_key;
@@ -75,7 +75,7 @@ static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 /* Forks this process descends from since its first cache (counted in the
  * child). A cache made before the last one is a copy of the parent's: its
- * pool's lock, and cp_fronts_lock, may have been held by a thread the child
+ * pool's lock, and cp_tcaches_lock, may have been held by a thread the child
  * does not have, so the thread's exit forgets it rather than lock them
  * (it stays reachable through its pool's list). Taking every pool lock
  * around fork() instead would make a fork wait for every pool and arena. */
@@ -84,23 +84,23 @@ static atomic_uint forks;
 static void thread_exit(void *unused) {
   (void)unused;
   unsigned now = atomic_load_explicit(&forks, memory_order_relaxed);
-  for (int i = 0; i < TLS_FRONTS; i++) {
-    cp_front_t *f = my.at[i].front;
+  for (int i = 0; i < TLS_TCACHES; i++) {
+    cp_tcache_t *f = my.at[i].tcache;
     if (!f) continue;
     if (my.at[i].forks != now) { /* a fork's copy: see `forks` */
-      my.at[i] = (tls_front_t){0};
+      my.at[i] = (tls_tcache_t){0};
       continue;
     }
-    pthread_mutex_lock(&cp_fronts_lock);
+    pthread_mutex_lock(&cp_tcaches_lock);
     cp_pool_t *pool = f->pool;
     if (pool) {
       pthread_mutex_lock(&pool->lock);
-      cp_front_detach(pool, f);
+      cp_tcache_detach(pool, f);
       cp_settle_and_unlock(pool);
     }
-    pthread_mutex_unlock(&cp_fronts_lock);
+    pthread_mutex_unlock(&cp_tcaches_lock);
     free(f);
-    my.at[i] = (tls_front_t){0};
+    my.at[i] = (tls_tcache_t){0};
   }
 }
 
@@ -113,37 +113,37 @@ static void exit_key_init(void) {
 
 /* This thread's cache of the pool, or NULL. A cache left over from a
  * destroyed pool at the same address is freed here. */
-static __attribute__((noinline)) cp_front_t *front_search(cp_pool_t *pool) {
-  for (unsigned i = 0; i < TLS_FRONTS; i++) {
+static __attribute__((noinline)) cp_tcache_t *tcache_search(cp_pool_t *pool) {
+  for (unsigned i = 0; i < TLS_TCACHES; i++) {
     if (my.at[i].pool != pool) continue;
     if (my.at[i].uid == pool->uid) {
       my.hint = i;
-      return my.at[i].front;
+      return my.at[i].tcache;
     }
-    free(my.at[i].front); /* orphaned: its pool is gone */
-    my.at[i] = (tls_front_t){0};
+    free(my.at[i].tcache); /* orphaned: its pool is gone */
+    my.at[i] = (tls_tcache_t){0};
   }
   return NULL;
 }
 
-static inline cp_front_t *front_find(cp_pool_t *pool) {
-  const tls_front_t *t = &my.at[my.hint];
-  return t->pool == pool && t->uid == pool->uid ? t->front : front_search(pool);
+static inline cp_tcache_t *tcache_find(cp_pool_t *pool) {
+  const tls_tcache_t *t = &my.at[my.hint];
+  return t->pool == pool && t->uid == pool->uid ? t->tcache : tcache_search(pool);
 }
 
 /* Pool lock held. NULL when the thread caches too many pools or no memory. */
-static cp_front_t *front_create(cp_pool_t *pool) {
-  for (int i = 0; i < TLS_FRONTS; i++) {
-    if (my.at[i].front) continue;
+static cp_tcache_t *tcache_create(cp_pool_t *pool) {
+  for (int i = 0; i < TLS_TCACHES; i++) {
+    if (my.at[i].tcache) continue;
     pthread_once(&exit_once, exit_key_init);
-    cp_front_t *f = calloc(1, sizeof *f);
+    cp_tcache_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     atomic_flag_clear(&f->busy);
     f->pool = pool;
-    f->next = pool->fronts;
+    f->next = pool->tcaches;
     if (f->next) f->next->prev = f;
-    pool->fronts = f;
-    my.at[i] = (tls_front_t){pool, pool->uid, f, atomic_load_explicit(&forks, memory_order_relaxed)};
+    pool->tcaches = f;
+    my.at[i] = (tls_tcache_t){pool, pool->uid, f, atomic_load_explicit(&forks, memory_order_relaxed)};
     pthread_setspecific(exit_key, f);
     return f;
   }
@@ -151,7 +151,7 @@ static cp_front_t *front_create(cp_pool_t *pool) {
 }
 
 /* The smallest freed block the pool would hand out whole for rsize. */
-static int best_whole(cp_pool_t *pool, const cp_front_t *f, size_t rsize) {
+static int best_whole(cp_pool_t *pool, const cp_tcache_t *f, size_t rsize) {
   int best = -1;
   for (unsigned i = 0; i < f->n_free; i++) {
     const cp_block_t *b = f->free_[i];
@@ -165,10 +165,10 @@ static int best_whole(cp_pool_t *pool, const cp_front_t *f, size_t rsize) {
 /* Pool lock held, nothing freed in the cache (only its owner, here, frees
  * into it): the owner's latest (stream, key) becomes the cache's, and b, if
  * any, just allocated, is lent to it. */
-static void own(cp_pool_t *pool, cp_front_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
+static void own(cp_pool_t *pool, cp_tcache_t *f, uint64_t stream, uint64_t key, cp_block_t *b) {
   /* Not always so: a split the pool could not make hands a block out whole. */
   bool whole = b && cp_serves_whole(&pool->cfg, b, cp_round_size(&pool->cfg, b->requested));
-  front_lock(f);
+  tcache_lock(f);
   f->stream = stream;
   f->key = key;
   if (b) {
@@ -178,21 +178,21 @@ static void own(cp_pool_t *pool, cp_front_t *f, uint64_t stream, uint64_t key, c
     b->tc_free = false;
     b->whole_for_requested = whole;
   }
-  front_unlock(f);
+  tcache_unlock(f);
 }
 
-static __attribute__((noinline)) int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_front_t *f, size_t size,
+static __attribute__((noinline)) int alloc_slow(cp_pool_t *main, cp_pool_t *home, cp_tcache_t *f, size_t size,
                                                 uint64_t stream, uint64_t key, uintptr_t *out) {
   cp_pool_t *pool = cp_arena_lock(main, home);
-  if (pool != home) f = front_find(pool); /* the thread moved */
-  bool lend = atomic_load_explicit(&pool->front_on, memory_order_relaxed);
-  if (!f && lend) f = front_create(pool);
+  if (pool != home) f = tcache_find(pool); /* the thread moved */
+  bool lend = atomic_load_explicit(&pool->tcache_on, memory_order_relaxed);
+  if (!f && lend) f = tcache_create(pool);
   /* What every cache holds freed goes back first: the pool's best fit sees
    * it all, so its choices, and the memory it reserves, are those of a pool
    * without caches (a block left in another thread's cache made the pool
    * split or grow for requests it could have served: +3% reserved on a
    * PyTorch transformer, whose backward pass runs on its own thread). */
-  bool freed = cp_fronts_flush_all(pool);
+  bool freed = cp_tcaches_flush_all(pool);
   cp_block_t *b = NULL;
   /* With arenas, a refusal is the program's only once the others have
    * given back what they cache (below). */
@@ -214,7 +214,7 @@ static __attribute__((noinline)) int alloc_slow(cp_pool_t *main, cp_pool_t *home
     bool again = rc == ENOMEM && !cp_over_limit(pool, size) && cp_arenas_reclaim(main, pool) > 0;
     pthread_mutex_lock(&pool->lock);
     if (again) {
-      cp_fronts_flush_all(pool);
+      cp_tcaches_flush_all(pool);
       rc = cp_alloc_locked(pool, size, stream, key, &b);
       if (rc == 0) *out = b->addr;
     } else {
@@ -225,12 +225,12 @@ static __attribute__((noinline)) int alloc_slow(cp_pool_t *main, cp_pool_t *home
   return rc;
 }
 
-int cp_front_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
+int cp_tcache_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
   if (size == 0) return EINVAL;
   cp_pool_t *pool = cp_arena_home(main);
-  cp_front_t *f = front_find(pool);
+  cp_tcache_t *f = tcache_find(pool);
   if (f && key) {
-    front_lock(f);
+    tcache_lock(f);
     if (f->key == key && f->stream == stream && f->n_free) {
       /* A thread cycling one block asks for the size it got it for. */
       cp_block_t *only = f->free_[0];
@@ -248,37 +248,37 @@ int cp_front_alloc(cp_pool_t *main, size_t size, uint64_t stream, uint64_t key, 
         count_lend(f, b);
         f->n_alloc++;
         atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
-        front_unlock(f);
+        tcache_unlock(f);
         *out = b->addr;
         return 0;
       }
     }
-    front_unlock(f);
+    tcache_unlock(f);
   }
   return alloc_slow(main, pool, f, size, stream, key, out);
 }
 
 /* Half the freed blocks go back to the pool: the cache is full. */
-static __attribute__((noinline)) void spill_half(cp_pool_t *pool, cp_front_t *f) {
+static __attribute__((noinline)) void spill_half(cp_pool_t *pool, cp_tcache_t *f) {
   pthread_mutex_lock(&pool->lock);
-  cp_front_drain_deferred(pool);
-  front_lock(f);
-  cp_front_fold(pool, f);
-  cp_front_spill(pool, f, f->n_free / 2);
-  front_unlock(f);
+  cp_tcache_drain_deferred(pool);
+  tcache_lock(f);
+  cp_tcache_fold(pool, f);
+  cp_tcache_spill(pool, f, f->n_free / 2);
+  tcache_unlock(f);
   cp_settle_and_unlock(pool);
 }
 
 /* The free under the lock of the arena that owns addr (f: the thread's
  * cache of it, or NULL). */
-static __attribute__((noinline)) int free_slow(cp_pool_t *pool, cp_front_t *f, uintptr_t addr,
+static __attribute__((noinline)) int free_slow(cp_pool_t *pool, cp_tcache_t *f, uintptr_t addr,
                                                const uint64_t *restream, uint64_t key, unsigned flags) {
   pthread_mutex_lock(&pool->lock);
-  cp_front_drain_deferred(pool); /* frees this thread deferred came first */
+  cp_tcache_drain_deferred(pool); /* frees this thread deferred came first */
   if (f) {
-    front_lock(f);
-    cp_front_fold(pool, f);
-    front_unlock(f);
+    tcache_lock(f);
+    cp_tcache_fold(pool, f);
+    tcache_unlock(f);
   }
   return cp_free_and_unlock(pool, addr, restream, key, flags);
 }
@@ -287,10 +287,10 @@ static __attribute__((noinline)) int free_slow(cp_pool_t *pool, cp_front_t *f, u
 
 /* Cache lock held, b found at lent index i: the program freed b without a
  * key; it leaves the cache for the pool's deferred stack. */
-static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, int i) {
+static void defer(cp_pool_t *pool, cp_tcache_t *f, cp_block_t *b, int i) {
   lent_remove_at(f, i);
   f->n_lent--;
-  b->tc_free = true; /* a second free finds it freed (cp_front_take_back) */
+  b->tc_free = true; /* a second free finds it freed (cp_tcache_take_back) */
   /* Counted by the pool when it takes it, before any decision or read:
    * the cache stays clean, so other threads' flushes pass it by. */
   cp_block_t *head = atomic_load_explicit(&pool->deferred, memory_order_relaxed);
@@ -300,23 +300,23 @@ static void defer(cp_pool_t *pool, cp_front_t *f, cp_block_t *b, int i) {
   if (!head) cp_note_freed(pool, true); /* the first to wait */
 }
 
-enum { NOT_LENT = -1 }; /* front_free's answer for a block its cache did not lend */
+enum { NOT_LENT = -1 }; /* tcache_free's answer for a block its cache did not lend */
 
 /* The free of a block the thread's cache f of `pool` lent: into the cache
  * (same key), onto the pool's deferred stack (no key), or to the pool's
  * lock. NOT_LENT when the cache did not lend it (or may not serve: flags,
  * caches off). restream as cp_free_locked's: a block that changes stream
  * takes the slow path. */
-static inline __attribute__((always_inline)) int front_free(cp_pool_t *pool, cp_front_t *f, uintptr_t addr,
+static inline __attribute__((always_inline)) int tcache_free(cp_pool_t *pool, cp_tcache_t *f, uintptr_t addr,
                                                             const uint64_t *restream, uint64_t key,
                                                             unsigned flags) {
-  if (!f || flags || !atomic_load_explicit(&pool->front_on, memory_order_relaxed)) return NOT_LENT;
+  if (!f || flags || !atomic_load_explicit(&pool->tcache_on, memory_order_relaxed)) return NOT_LENT;
   for (;;) {
-    front_lock(f);
+    tcache_lock(f);
     int i = lent_find(f, addr);
     cp_block_t *b = i >= 0 ? lent_at(f, i) : NULL;
     if (!b) {
-      front_unlock(f);
+      tcache_unlock(f);
       return NOT_LENT;
     }
     bool same_stream = !restream || *restream == b->stream;
@@ -324,11 +324,11 @@ static inline __attribute__((always_inline)) int front_free(cp_pool_t *pool, cp_
      * folded: the pool then counts this free after everything before it. */
     if (same_stream && !key && !f->n_alloc && !f->n_freed) {
       defer(pool, f, b, i);
-      front_unlock(f);
+      tcache_unlock(f);
       return 0;
     }
     if (!same_stream || !key || key != f->key || b->stream != f->stream) {
-      front_unlock(f);
+      tcache_unlock(f);
       return free_slow(pool, f, addr, restream, key, flags);
     }
     if (f->n_free < FREE_MAX) {
@@ -341,10 +341,10 @@ static inline __attribute__((always_inline)) int front_free(cp_pool_t *pool, cp_
       bool first = f->n_freed++ == 0;
       if (__builtin_expect(first, 0)) cp_note_freed(pool, true);
       atomic_store_explicit(&f->dirty, true, memory_order_relaxed);
-      front_unlock(f);
+      tcache_unlock(f);
       return 0;
     }
-    front_unlock(f);
+    tcache_unlock(f);
     spill_half(pool, f);
   }
 }
@@ -355,12 +355,12 @@ static inline __attribute__((always_inline)) int front_free(cp_pool_t *pool, cp_
  * its pool). No arena's segment: ENOENT with no lock taken. Only when the
  * table cannot tell (a granule two arenas share) is each arena asked in
  * turn, and those that do not hold it answer ENOENT untouched. */
-static __attribute__((noinline)) int free_in_owner(cp_pool_t *main, const cp_front_t *checked, uintptr_t addr,
+static __attribute__((noinline)) int free_in_owner(cp_pool_t *main, const cp_tcache_t *checked, uintptr_t addr,
                                                    const uint64_t *restream, uint64_t key, unsigned flags) {
   int rc = ENOENT;
   cp_for_each_arena_owning(pool, main, addr) {
-    cp_front_t *f = front_find(pool);
-    rc = f == checked ? NOT_LENT : front_free(pool, f, addr, restream, key, flags);
+    cp_tcache_t *f = tcache_find(pool);
+    rc = f == checked ? NOT_LENT : tcache_free(pool, f, addr, restream, key, flags);
     if (rc == NOT_LENT) rc = free_slow(pool, f, addr, restream, key, flags);
     if (rc != ENOENT) break;
   }
@@ -372,15 +372,15 @@ static __attribute__((noinline)) int free_in_owner(cp_pool_t *main, const cp_fro
 static inline __attribute__((always_inline)) int
 arenas_free(cp_pool_t *main, uintptr_t addr, const uint64_t *restream, uint64_t key, unsigned flags) {
   cp_pool_t *home = cp_arena_home(main);
-  cp_front_t *f = front_find(home);
-  int rc = front_free(home, f, addr, restream, key, flags);
+  cp_tcache_t *f = tcache_find(home);
+  int rc = tcache_free(home, f, addr, restream, key, flags);
   return rc != NOT_LENT ? rc : free_in_owner(main, f, addr, restream, key, flags);
 }
 
-int cp_front_free(cp_pool_t *main, uintptr_t addr, uint64_t key, unsigned flags) {
+int cp_tcache_free(cp_pool_t *main, uintptr_t addr, uint64_t key, unsigned flags) {
   return arenas_free(main, addr, NULL, key, flags);
 }
 
-int cp_front_free_on_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
+int cp_tcache_free_on_stream(cp_pool_t *main, uintptr_t addr, uint64_t stream, uint64_t key, unsigned flags) {
   return arenas_free(main, addr, &stream, key, flags);
 }

@@ -1,4 +1,4 @@
-/* front_flush.c: the pool's side of its thread caches (front.c says what a
+/* tcache_flush.c: the pool's side of its thread caches (tcache.c says what a
  * cache owns and why): folding a cache's figures into the pool's stats,
  * flushing its freed blocks back as keyed pending blocks (all of them, or
  * half when it is full), making the frees its thread deferred pending,
@@ -9,15 +9,15 @@
  * the cache; the deferred stack is drained before the pool decides
  * anything, so the pool counts a thread's frees in their program order.
  *
- * Locking: the pool lock, then the cache's (front_lock); cp_fronts_lock
+ * Locking: the pool lock, then the cache's (tcache_lock); cp_tcaches_lock
  * before both. */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "front_cache.h"
+#include "tcache.h"
 
-pthread_mutex_t cp_fronts_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t cp_fronts_next_uid = 1;
+pthread_mutex_t cp_tcaches_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t cp_tcaches_next_uid = 1;
 
 static void gauge_add(cudapool_gauge_t *g, int64_t delta, int64_t delta_max) {
   if (g->current + delta_max > g->peak) g->peak = g->current + delta_max;
@@ -25,7 +25,7 @@ static void gauge_add(cudapool_gauge_t *g, int64_t delta, int64_t delta_max) {
 }
 
 /* Pool lock and cache lock held. */
-void cp_front_fold(cp_pool_t *pool, cp_front_t *f) {
+void cp_tcache_fold(cp_pool_t *pool, cp_tcache_t *f) {
   cudapool_stats_t *s = &pool->stats;
   gauge_add(&s->allocated_bytes, f->bytes, f->bytes_max);
   gauge_add(&s->allocated_blocks, f->blocks, f->blocks_max);
@@ -45,7 +45,7 @@ void cp_front_fold(cp_pool_t *pool, cp_front_t *f) {
 
 /* The first n freed blocks go back to the pool as keyed pending blocks.
  * Pool lock and cache lock held, figures folded. */
-void cp_front_spill(cp_pool_t *pool, cp_front_t *f, unsigned n) {
+void cp_tcache_spill(cp_pool_t *pool, cp_tcache_t *f, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     cp_block_t *b = f->free_[i];
     b->lent = NULL;
@@ -60,15 +60,15 @@ void cp_front_spill(cp_pool_t *pool, cp_front_t *f, unsigned n) {
 }
 
 /* Returns how many freed blocks went back. */
-static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
+static unsigned flush(cp_pool_t *pool, cp_tcache_t *f) {
   /* An idle cache (every other thread's, at each slow-path allocation) has
    * nothing to fold: only its fast paths count, and they make it dirty. */
   if (!atomic_load_explicit(&f->dirty, memory_order_relaxed)) return 0;
-  front_lock(f);
-  cp_front_fold(pool, f);
+  tcache_lock(f);
+  cp_tcache_fold(pool, f);
   unsigned n = f->n_free;
-  cp_front_spill(pool, f, n);
-  front_unlock(f);
+  cp_tcache_spill(pool, f, n);
+  tcache_unlock(f);
   return n;
 }
 
@@ -77,7 +77,7 @@ static unsigned flush(cp_pool_t *pool, cp_front_t *f) {
  * its lock, so that the pool counts the frees in the program's order and a
  * free's place in the free order is never earlier than the free. Returns
  * whether there were any. */
-bool cp_front_drain_deferred(cp_pool_t *pool) {
+bool cp_tcache_drain_deferred(cp_pool_t *pool) {
   if (!atomic_load_explicit(&pool->deferred, memory_order_relaxed)) return false;
   cp_block_t *newest = atomic_exchange_explicit(&pool->deferred, NULL, memory_order_acquire), *oldest = NULL;
   while (newest) {
@@ -100,25 +100,25 @@ bool cp_front_drain_deferred(cp_pool_t *pool) {
 
 /* ---- pool_internal.h's, with the pool lock held ---------------------------------- */
 
-bool cp_fronts_flush_all(cp_pool_t *pool) {
-  bool any = cp_front_drain_deferred(pool);
-  for (cp_front_t *f = pool->fronts; f; f = f->next) any |= flush(pool, f) > 0;
+bool cp_tcaches_flush_all(cp_pool_t *pool) {
+  bool any = cp_tcache_drain_deferred(pool);
+  for (cp_tcache_t *f = pool->tcaches; f; f = f->next) any |= flush(pool, f) > 0;
   return any;
 }
 
-void cp_fronts_fold_all(cp_pool_t *pool) {
-  cp_front_drain_deferred(pool);
-  for (cp_front_t *f = pool->fronts; f; f = f->next) {
-    front_lock(f);
-    cp_front_fold(pool, f);
-    front_unlock(f);
+void cp_tcaches_fold_all(cp_pool_t *pool) {
+  cp_tcache_drain_deferred(pool);
+  for (cp_tcache_t *f = pool->tcaches; f; f = f->next) {
+    tcache_lock(f);
+    cp_tcache_fold(pool, f);
+    tcache_unlock(f);
   }
 }
 
-bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b) {
+bool cp_tcache_take_back(cp_pool_t *pool, cp_block_t *b) {
   (void)pool;
-  cp_front_t *f = b->lent;
-  front_lock(f);
+  cp_tcache_t *f = b->lent;
+  tcache_lock(f);
   bool live = !b->tc_free;
   if (live) {
     int i = lent_find(f, b->addr);
@@ -126,64 +126,64 @@ bool cp_front_take_back(cp_pool_t *pool, cp_block_t *b) {
     f->n_lent--;
     b->lent = NULL;
   }
-  front_unlock(f);
+  tcache_unlock(f);
   return live;
 }
 
-bool cp_front_holds_freed(cp_block_t *b) {
-  cp_front_t *f = b->lent;
-  front_lock(f);
+bool cp_tcache_holds_freed(cp_block_t *b) {
+  cp_tcache_t *f = b->lent;
+  tcache_lock(f);
   bool freed = b->tc_free;
-  front_unlock(f);
+  tcache_unlock(f);
   return freed;
 }
 
-size_t cp_fronts_held(cp_pool_t *main) {
+size_t cp_tcaches_held(cp_pool_t *main) {
   size_t n = 0;
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
-    for (cp_front_t *f = pool->fronts; f; f = f->next) {
-      front_lock(f);
+    for (cp_tcache_t *f = pool->tcaches; f; f = f->next) {
+      tcache_lock(f);
       n += f->n_free;
-      front_unlock(f);
+      tcache_unlock(f);
     }
     pthread_mutex_unlock(&pool->lock);
   }
   return n;
 }
 
-void cp_fronts_update_on(cp_pool_t *pool) {
-  if (!pool->uid) pool->uid = atomic_fetch_add(&cp_fronts_next_uid, 1);
-  atomic_store(&pool->front_on, pool->observer == NULL && pool->cfg.reuse == CP_REUSE_DEFERRED);
+void cp_tcaches_update_on(cp_pool_t *pool) {
+  if (!pool->uid) pool->uid = atomic_fetch_add(&cp_tcaches_next_uid, 1);
+  atomic_store(&pool->tcache_on, pool->observer == NULL && pool->cfg.reuse == CP_REUSE_DEFERRED);
 }
 
-void cp_fronts_orphan(cp_pool_t *pool) {
+void cp_tcaches_orphan(cp_pool_t *pool) {
   /* Deferred frees take their place in the free order first: the teardown
    * then waits for the device before it unmaps their pages. */
-  cp_front_drain_deferred(pool);
-  pthread_mutex_lock(&cp_fronts_lock);
-  for (cp_front_t *f = pool->fronts; f; f = f->next) {
-    front_lock(f);
+  cp_tcache_drain_deferred(pool);
+  pthread_mutex_lock(&cp_tcaches_lock);
+  for (cp_tcache_t *f = pool->tcaches; f; f = f->next) {
+    tcache_lock(f);
     f->pool = NULL; /* its thread frees it */
-    front_unlock(f);
+    tcache_unlock(f);
   }
-  pool->fronts = NULL;
-  pthread_mutex_unlock(&cp_fronts_lock);
+  pool->tcaches = NULL;
+  pthread_mutex_unlock(&cp_tcaches_lock);
 }
 
 /* Pool lock held: the cache leaves the pool; live blocks become the pool's alone. */
-void cp_front_detach(cp_pool_t *pool, cp_front_t *f) {
-  cp_front_drain_deferred(pool); /* its deferred blocks name the cache */
-  front_lock(f);
-  cp_front_fold(pool, f);
-  cp_front_spill(pool, f, f->n_free);
+void cp_tcache_detach(cp_pool_t *pool, cp_tcache_t *f) {
+  cp_tcache_drain_deferred(pool); /* its deferred blocks name the cache */
+  tcache_lock(f);
+  cp_tcache_fold(pool, f);
+  cp_tcache_spill(pool, f, f->n_free);
   for (unsigned i = 0; i < TABLE_SLOTS; i++)
     if (f->slot[i].addr) f->slot[i].block->lent = NULL;
   if (f->hot) f->hot->lent = NULL;
-  front_unlock(f);
+  tcache_unlock(f);
   if (f->prev)
     f->prev->next = f->next;
   else
-    pool->fronts = f->next;
+    pool->tcaches = f->next;
   if (f->next) f->next->prev = f->prev;
 }

@@ -1,10 +1,10 @@
-/* front.c: the per-thread front cache (core/front.c) on the simulated
+/* tcache.c: the per-thread thread cache (core/tcache.c) on the simulated
  * device: exact stats against the pool alone, every flush trigger, blocks
  * freed or taken back by other threads, the reuse rule kept. */
 #include <pthread.h>
 #include <sched.h>
 
-#include "pool_internal.h" /* cp_fronts_held; first: it sets uthash's hash function */
+#include "pool_internal.h" /* cp_tcaches_held; first: it sets uthash's hash function */
 #include "core_fixture.h"
 
 #define CHURN_CHECK(cond, ...)          \
@@ -15,14 +15,14 @@
 
 static uintptr_t fr_alloc(size_t size, uint64_t key) {
   uintptr_t p = 0;
-  int rc = cp_front_alloc(F.pool, size, CP_STREAM_DEVICE, key, &p);
-  cr_assert(eq(int, rc, 0), "cp_front_alloc(%zu) failed with %d", size, rc);
+  int rc = cp_tcache_alloc(F.pool, size, CP_STREAM_DEVICE, key, &p);
+  cr_assert(eq(int, rc, 0), "cp_tcache_alloc(%zu) failed with %d", size, rc);
   return p;
 }
 
-static void fr_free(uintptr_t p, uint64_t key) { cr_assert(eq(int, cp_front_free(F.pool, p, key, 0), 0)); }
+static void fr_free(uintptr_t p, uint64_t key) { cr_assert(eq(int, cp_tcache_free(F.pool, p, key, 0), 0)); }
 
-static size_t held(void) { return cp_fronts_held(F.pool); }
+static size_t held(void) { return cp_tcaches_held(F.pool); }
 
 /* A pool whose device neither issues barriers nor completes fences: a
  * block freed without a key (or for another) is never reused. */
@@ -32,13 +32,13 @@ static void open_without_barriers_or_fences(void) {
   F.sim.fence_enabled = false;
 }
 
-/* One sequence through cp_alloc/cp_free or through the front cache, with
+/* One sequence through cp_alloc/cp_free or through the thread cache, with
  * the thread's key or without one (a program that created streams). */
-static cudapool_stats_t run_sequence(bool front, uint64_t key) {
+static cudapool_stats_t run_sequence(bool tcache, uint64_t key) {
   fx_open(GiB);
   uintptr_t p[6];
-#define A(i, size) p[i] = front ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key)
-#define R(i) (front ? fr_free(p[i], key) : fx_free(p[i], key))
+#define A(i, size) p[i] = tcache ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key)
+#define R(i) (tcache ? fr_free(p[i], key) : fx_free(p[i], key))
   A(0, 4096); /* two frees in a row: the pending and cached peaks come from the cache's figures */
   A(1, 8192);
   R(0);
@@ -64,33 +64,33 @@ static cudapool_stats_t run_sequence(bool front, uint64_t key) {
   return s;
 }
 
-static void expect_same_stats(const cudapool_stats_t *front, const cudapool_stats_t *plain) {
+static void expect_same_stats(const cudapool_stats_t *tcache, const cudapool_stats_t *plain) {
 #define SAME_GAUGE(name, desc)                                         \
-  cr_expect(eq(i64, front->name.current, plain->name.current), #name); \
-  cr_expect(eq(i64, front->name.peak, plain->name.peak), #name " peak");
+  cr_expect(eq(i64, tcache->name.current, plain->name.current), #name); \
+  cr_expect(eq(i64, tcache->name.peak, plain->name.peak), #name " peak");
   CUDAPOOL_GAUGES(SAME_GAUGE)
 #undef SAME_GAUGE
-#define SAME_COUNTER(name, desc) cr_expect(eq(u64, front->name, plain->name), #name);
+#define SAME_COUNTER(name, desc) cr_expect(eq(u64, tcache->name, plain->name), #name);
   CUDAPOOL_COUNTERS(SAME_COUNTER)
 #undef SAME_COUNTER
-  cr_expect(eq(u64, front->blocks, plain->blocks));
-  cr_expect(eq(u64, front->free_blocks, plain->free_blocks));
+  cr_expect(eq(u64, tcache->blocks, plain->blocks));
+  cr_expect(eq(u64, tcache->free_blocks, plain->free_blocks));
 }
 
-Test(front, stats_equal_the_pool_alone_after_an_exact_sequence) {
-  cudapool_stats_t plain = run_sequence(false, 1), front = run_sequence(true, 1);
-  expect_same_stats(&front, &plain);
-  cr_assert(eq(u64, front.num_immediate_reuse, 4));
+Test(tcache, stats_equal_the_pool_alone_after_an_exact_sequence) {
+  cudapool_stats_t plain = run_sequence(false, 1), tcache = run_sequence(true, 1);
+  expect_same_stats(&tcache, &plain);
+  cr_assert(eq(u64, tcache.num_immediate_reuse, 4));
 }
 
 /* Peaks reached only inside the cache (two frees into it, both taken back
  * before anything reads the stats) are the pool's peaks too. */
-static cudapool_stats_t two_freed_and_taken_back(bool front) {
+static cudapool_stats_t two_freed_and_taken_back(bool tcache) {
   fx_open(GiB);
-  uintptr_t a = front ? fr_alloc(4096, 1) : fx_alloc_on(4096, CP_STREAM_DEVICE, 1);
-  uintptr_t b = front ? fr_alloc(8192, 1) : fx_alloc_on(8192, CP_STREAM_DEVICE, 1);
+  uintptr_t a = tcache ? fr_alloc(4096, 1) : fx_alloc_on(4096, CP_STREAM_DEVICE, 1);
+  uintptr_t b = tcache ? fr_alloc(8192, 1) : fx_alloc_on(8192, CP_STREAM_DEVICE, 1);
   for (int round = 0; round < 2; round++) {
-    if (front) {
+    if (tcache) {
       fr_free(a, 1);
       fr_free(b, 1);
       cr_assert(eq(u64, fr_alloc(4096, 1), a));
@@ -107,24 +107,24 @@ static cudapool_stats_t two_freed_and_taken_back(bool front) {
   return s;
 }
 
-Test(front, peaks_reached_inside_the_cache_are_the_pools) {
-  cudapool_stats_t plain = two_freed_and_taken_back(false), front = two_freed_and_taken_back(true);
-  expect_same_stats(&front, &plain);
-  cr_assert(eq(i64, front.pending_bytes.peak, 4096 + 8192));
-  cr_assert(eq(i64, front.cached_bytes.peak, 2 << 20), "the small segment, all of it cached at once");
-  cr_assert(eq(i64, front.allocated_bytes.peak, 4096 + 8192));
-  cr_assert(eq(i64, front.allocated_blocks.peak, 2));
-  cr_assert(eq(u64, front.num_immediate_reuse, 4));
+Test(tcache, peaks_reached_inside_the_cache_are_the_pools) {
+  cudapool_stats_t plain = two_freed_and_taken_back(false), tcache = two_freed_and_taken_back(true);
+  expect_same_stats(&tcache, &plain);
+  cr_assert(eq(i64, tcache.pending_bytes.peak, 4096 + 8192));
+  cr_assert(eq(i64, tcache.cached_bytes.peak, 2 << 20), "the small segment, all of it cached at once");
+  cr_assert(eq(i64, tcache.allocated_bytes.peak, 4096 + 8192));
+  cr_assert(eq(i64, tcache.allocated_blocks.peak, 2));
+  cr_assert(eq(u64, tcache.num_immediate_reuse, 4));
 }
 
-Test(front, stats_equal_the_pool_alone_after_an_exact_sequence_without_a_key) {
-  cudapool_stats_t plain = run_sequence(false, 0), front = run_sequence(true, 0);
-  expect_same_stats(&front, &plain);
-  cr_assert(eq(u64, front.num_free, 9));
-  cr_assert(eq(u64, front.num_immediate_reuse, 0));
+Test(tcache, stats_equal_the_pool_alone_after_an_exact_sequence_without_a_key) {
+  cudapool_stats_t plain = run_sequence(false, 0), tcache = run_sequence(true, 0);
+  expect_same_stats(&tcache, &plain);
+  cr_assert(eq(u64, tcache.num_free, 9));
+  cr_assert(eq(u64, tcache.num_immediate_reuse, 0));
 }
 
-Test(front, a_keyed_pair_is_served_without_the_pool) {
+Test(tcache, a_keyed_pair_is_served_without_the_pool) {
   fx_open(GiB);
   uintptr_t p = fr_alloc(4096, 1);
   fr_free(p, 1);
@@ -146,7 +146,7 @@ Test(front, a_keyed_pair_is_served_without_the_pool) {
   fx_close();
 }
 
-Test(front, another_key_gets_the_block_only_after_a_barrier) {
+Test(tcache, another_key_gets_the_block_only_after_a_barrier) {
   open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(2 << 20, 1); /* fills a 2 MiB small segment */
   fr_free(p, 1);
@@ -161,7 +161,7 @@ Test(front, another_key_gets_the_block_only_after_a_barrier) {
   fx_close();
 }
 
-Test(front, a_larger_block_is_reused_only_whole) {
+Test(tcache, a_larger_block_is_reused_only_whole) {
   fx_open(GiB);
   uintptr_t p = fr_alloc(64 << 10, 1);
   fr_free(p, 1);
@@ -177,7 +177,7 @@ Test(front, a_larger_block_is_reused_only_whole) {
  * a 40 MiB request (a segment of its own) may not serve 40 MiB again: the
  * cache, which hands a thread back the size it got a block for without
  * asking the rules, must know that from when it lent the block. */
-Test(front, a_block_the_rules_would_not_hand_out_again_is_not_reused_for_its_size) {
+Test(tcache, a_block_the_rules_would_not_hand_out_again_is_not_reused_for_its_size) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.max_split = 32 * MiB;
@@ -202,7 +202,7 @@ static uintptr_t one_held(void) {
   return p;
 }
 
-Test(front, flushed_by_empty_cache) {
+Test(tcache, flushed_by_empty_cache) {
   fx_open(GiB);
   one_held();
   cr_assert(eq(sz, cp_empty_cache(F.pool), 2 << 20), "the whole segment went back");
@@ -210,7 +210,7 @@ Test(front, flushed_by_empty_cache) {
   fx_close();
 }
 
-Test(front, flushed_by_trim) {
+Test(tcache, flushed_by_trim) {
   fx_open(GiB);
   one_held();
   cp_trim(F.pool, 0);
@@ -218,7 +218,7 @@ Test(front, flushed_by_trim) {
   fx_close();
 }
 
-Test(front, flushed_by_a_limit_change) {
+Test(tcache, flushed_by_a_limit_change) {
   fx_open(GiB);
   one_held();
   cp_set_limit(F.pool, 64 << 20);
@@ -226,7 +226,7 @@ Test(front, flushed_by_a_limit_change) {
   fx_close();
 }
 
-Test(front, flushed_by_a_sync_mark_so_the_sync_covers_it) {
+Test(tcache, flushed_by_a_sync_mark_so_the_sync_covers_it) {
   fx_open(GiB);
   one_held();
   fx_sync_now();
@@ -235,7 +235,7 @@ Test(front, flushed_by_a_sync_mark_so_the_sync_covers_it) {
   fx_close();
 }
 
-Test(front, flushed_by_a_stats_read_and_a_check) {
+Test(tcache, flushed_by_a_stats_read_and_a_check) {
   fx_open(GiB);
   one_held();
   fx_stats();
@@ -246,7 +246,7 @@ Test(front, flushed_by_a_stats_read_and_a_check) {
   fx_close();
 }
 
-Test(front, flushed_by_an_observer_which_turns_it_off) {
+Test(tcache, flushed_by_an_observer_which_turns_it_off) {
   fx_open(GiB);
   one_held();
   cp_pool_set_observer(F.pool, NULL, NULL);
@@ -259,7 +259,7 @@ static void observe_nothing(void *ctx, cp_observed_t what, uintptr_t addr, size_
   (*(int *)ctx)++;
 }
 
-Test(front, an_observer_sees_every_event) {
+Test(tcache, an_observer_sees_every_event) {
   fx_open(GiB);
   int seen = 0;
   cp_pool_set_observer(F.pool, observe_nothing, &seen);
@@ -271,7 +271,7 @@ Test(front, an_observer_sees_every_event) {
   fx_close();
 }
 
-Test(front, flushed_when_the_budget_is_spent) {
+Test(tcache, flushed_when_the_budget_is_spent) {
   fx_open(GiB);
   uintptr_t p[40];
   for (int i = 0; i < 40; i++) p[i] = fr_alloc(4096, 1);
@@ -298,7 +298,7 @@ static uintptr_t another_thread_frees_one_and_leaves(uint64_t key) {
   return arg[1];
 }
 
-Test(front, flushed_on_thread_exit) {
+Test(tcache, flushed_on_thread_exit) {
   fx_open(GiB);
   another_thread_frees_one_and_leaves(7);
   cr_assert(eq(sz, held(), 0));
@@ -318,14 +318,14 @@ static void *allocate_three_and_exit(void *arg) {
  * its address table) are the pool's alone: another thread frees each once
  * (under ASan, a block still naming the freed cache would be a use after
  * free), and a second free fails. */
-Test(front, blocks_a_thread_left_live_are_freed_by_another) {
+Test(tcache, blocks_a_thread_left_live_are_freed_by_another) {
   fx_open(GiB);
   uintptr_t p[3];
   pthread_t t;
   pthread_create(&t, NULL, allocate_three_and_exit, p);
   pthread_join(t, NULL);
-  for (int i = 0; i < 3; i++) cr_assert(eq(int, cp_front_free(F.pool, p[i], 9, 0), 0), "block %d", i);
-  cr_assert(eq(int, cp_front_free(F.pool, p[2], 9, 0), EINVAL), "a second free fails");
+  for (int i = 0; i < 3; i++) cr_assert(eq(int, cp_tcache_free(F.pool, p[i], 9, 0), 0), "block %d", i);
+  cr_assert(eq(int, cp_tcache_free(F.pool, p[2], 9, 0), EINVAL), "a second free fails");
   cudapool_stats_t s = fx_stats();
   cr_assert(eq(u64, s.num_free, 3));
   cr_assert(eq(i64, s.allocated_bytes.current, 0));
@@ -341,12 +341,12 @@ static void *hold_one(void *arg) {
   return NULL;
 }
 
-Test(front, flushed_before_the_pool_grows_and_before_running_out) {
+Test(tcache, flushed_before_the_pool_grows_and_before_running_out) {
   fx_open(2 << 20); /* room for one small segment */
   uintptr_t shared[2] = {0, 0};
   pthread_t t;
   pthread_create(&t, NULL, hold_one, shared);
-  while (!cp_fronts_held(F.pool)) sched_yield();
+  while (!cp_tcaches_held(F.pool)) sched_yield();
   /* Another key needs memory: the other thread's block goes back, a barrier makes it ready. */
   uintptr_t q = fr_alloc(2 << 20, 1);
   cr_assert(eq(u64, q, __atomic_load_n(&shared[0], __ATOMIC_ACQUIRE)));
@@ -366,10 +366,10 @@ static void *free_it(void *arg); /* another thread frees arg[0] with key 9: arg[
 
 /* Keyed fast paths, then a free without a key: the pool counts the frees
  * in the program's order, so every peak is the pool's alone. */
-static cudapool_stats_t keyed_then_unkeyed(bool front, bool reset_peak) {
+static cudapool_stats_t keyed_then_unkeyed(bool tcache, bool reset_peak) {
   fx_open(GiB);
-#define A(size, key) (front ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key))
-#define R(p, key) (front ? fr_free(p, key) : fx_free(p, key))
+#define A(size, key) (tcache ? fr_alloc(size, key) : fx_alloc_on(size, CP_STREAM_DEVICE, key))
+#define R(p, key) (tcache ? fr_free(p, key) : fx_free(p, key))
   uintptr_t u = A(reset_peak ? 4096 : 512, reset_peak ? 0 : 7), v = A(512, 7);
   R(v, 7);
   if (reset_peak) cp_reset_peak(F.pool);
@@ -382,14 +382,14 @@ static cudapool_stats_t keyed_then_unkeyed(bool front, bool reset_peak) {
   return s;
 }
 
-Test(front, stats_equal_the_pool_alone_when_keyed_and_unkeyed_frees_mix) {
+Test(tcache, stats_equal_the_pool_alone_when_keyed_and_unkeyed_frees_mix) {
   for (int reset = 0; reset < 2; reset++) {
-    cudapool_stats_t plain = keyed_then_unkeyed(false, reset), front = keyed_then_unkeyed(true, reset);
-    expect_same_stats(&front, &plain);
+    cudapool_stats_t plain = keyed_then_unkeyed(false, reset), tcache = keyed_then_unkeyed(true, reset);
+    expect_same_stats(&tcache, &plain);
   }
 }
 
-Test(front, frees_without_a_key_keep_to_max_cached) {
+Test(tcache, frees_without_a_key_keep_to_max_cached) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.max_cached = 0;
@@ -402,7 +402,7 @@ Test(front, frees_without_a_key_keep_to_max_cached) {
   fx_close();
 }
 
-Test(front, a_pool_destroyed_with_deferred_frees_waits_before_it_unmaps) {
+Test(tcache, a_pool_destroyed_with_deferred_frees_waits_before_it_unmaps) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.expandable = true;
@@ -419,7 +419,7 @@ Test(front, a_pool_destroyed_with_deferred_frees_waits_before_it_unmaps) {
   cp_sim_fini(&F.sim);
 }
 
-Test(front, a_free_without_a_key_waits_for_a_barrier) {
+Test(tcache, a_free_without_a_key_waits_for_a_barrier) {
   open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(20 << 20, 0); /* fills its segment */
   fr_free(p, 0);
@@ -443,7 +443,7 @@ Test(front, a_free_without_a_key_waits_for_a_barrier) {
   fx_close();
 }
 
-Test(front, a_block_lent_under_a_key_and_freed_without_one_is_nobodys) {
+Test(tcache, a_block_lent_under_a_key_and_freed_without_one_is_nobodys) {
   open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(4096, 1);
   fr_free(p, 0); /* the program created a stream meanwhile */
@@ -451,12 +451,12 @@ Test(front, a_block_lent_under_a_key_and_freed_without_one_is_nobodys) {
   fx_close();
 }
 
-Test(front, a_second_free_of_a_deferred_block_fails) {
+Test(tcache, a_second_free_of_a_deferred_block_fails) {
   fx_open(GiB);
   F.sim.barrier_enabled = false;
   uintptr_t p = fr_alloc(4096, 0);
   fr_free(p, 0);
-  cr_assert(eq(int, cp_front_free(F.pool, p, 0, 0), EINVAL), "the same thread's");
+  cr_assert(eq(int, cp_tcache_free(F.pool, p, 0, 0), EINVAL), "the same thread's");
   cr_assert(eq(sz, cp_block_size(F.pool, p), 0), "no live block");
   uintptr_t q = fr_alloc(4096, 0);
   fr_free(q, 0);
@@ -473,7 +473,7 @@ Test(front, a_second_free_of_a_deferred_block_fails) {
 
 static void *free_it_without_a_key(void *arg) {
   uintptr_t *p = arg;
-  p[1] = (uintptr_t)cp_front_free(F.pool, p[0], 0, 0);
+  p[1] = (uintptr_t)cp_tcache_free(F.pool, p[0], 0, 0);
   return NULL;
 }
 
@@ -486,24 +486,24 @@ static void another_thread_frees_a_lent_block(uint64_t key, void *(*freer)(void 
   pthread_create(&t, NULL, freer, arg);
   pthread_join(t, NULL);
   cr_assert(eq(u64, arg[1], 0));
-  cr_assert(eq(int, cp_front_free(F.pool, arg[0], key, 0), EINVAL), "the owner's second free fails");
+  cr_assert(eq(int, cp_tcache_free(F.pool, arg[0], key, 0), EINVAL), "the owner's second free fails");
   cr_assert(eq(sz, held(), 0));
   cr_assert(eq(u64, fx_stats().num_free, 1));
   fx_close();
 }
 
-Test(front, another_thread_frees_a_block_lent_without_a_key) {
+Test(tcache, another_thread_frees_a_block_lent_without_a_key) {
   another_thread_frees_a_lent_block(0, free_it_without_a_key);
 }
 
-Test(front, a_thread_leaving_after_a_free_without_a_key) {
+Test(tcache, a_thread_leaving_after_a_free_without_a_key) {
   fx_open(GiB);
   uintptr_t p = another_thread_frees_one_and_leaves(0);
   cudapool_stats_t s = fx_stats(); /* its cache is gone; the pool holds the block */
   cr_assert(eq(u64, s.num_free, 1));
   cr_assert(eq(i64, s.pending_bytes.current, 4096));
   cr_assert(eq(i64, s.allocated_bytes.current, 0));
-  cr_assert(eq(int, cp_front_free(F.pool, p, 0, 0), EINVAL));
+  cr_assert(eq(int, cp_tcache_free(F.pool, p, 0, 0), EINVAL));
   fx_close();
 }
 
@@ -511,15 +511,15 @@ Test(front, a_thread_leaving_after_a_free_without_a_key) {
 
 static void *free_it(void *arg) {
   uintptr_t *p = arg;
-  p[1] = (uintptr_t)cp_front_free(F.pool, p[0], 9, 0);
+  p[1] = (uintptr_t)cp_tcache_free(F.pool, p[0], 9, 0);
   return NULL;
 }
 
-Test(front, another_thread_frees_a_lent_block_and_a_second_free_fails) {
+Test(tcache, another_thread_frees_a_lent_block_and_a_second_free_fails) {
   another_thread_frees_a_lent_block(1, free_it);
 }
 
-Test(front, a_block_held_freed_is_no_live_block) {
+Test(tcache, a_block_held_freed_is_no_live_block) {
   fx_open(GiB);
   uintptr_t p = one_held();
   cr_assert(eq(sz, cp_block_size(F.pool, p), 0));
@@ -531,12 +531,12 @@ Test(front, a_block_held_freed_is_no_live_block) {
   pthread_create(&t, NULL, free_it, arg);
   pthread_join(t, NULL);
   cr_assert(eq(u64, arg[1], EINVAL), "another thread's second free fails");
-  cr_assert(eq(int, cp_front_free(F.pool, p + 512, 1, 0), EINVAL), "an interior pointer fails");
-  cr_assert(eq(int, cp_front_free(F.pool, 0x10, 1, 0), ENOENT), "a foreign pointer is not the pool's");
+  cr_assert(eq(int, cp_tcache_free(F.pool, p + 512, 1, 0), EINVAL), "an interior pointer fails");
+  cr_assert(eq(int, cp_tcache_free(F.pool, 0x10, 1, 0), ENOENT), "a foreign pointer is not the pool's");
   fx_close();
 }
 
-Test(front, a_block_used_on_another_stream_is_never_cached) {
+Test(tcache, a_block_used_on_another_stream_is_never_cached) {
   open_without_barriers_or_fences();
   uintptr_t p = fr_alloc(4096, 1);
   cr_assert(eq(int, cp_record_stream(F.pool, p, 5), 0));
@@ -546,11 +546,11 @@ Test(front, a_block_used_on_another_stream_is_never_cached) {
   fx_close();
 }
 
-Test(front, stream_and_key_must_match) {
+Test(tcache, stream_and_key_must_match) {
   open_without_barriers_or_fences();
   uintptr_t p = one_held();
   uintptr_t q = 0;
-  cr_assert(eq(int, cp_front_alloc(F.pool, 4096, 3, 1, &q), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 4096, 3, 1, &q), 0));
   cr_assert(not(eq(u64, q, p)), "another stream waits for a barrier");
   uintptr_t r = fr_alloc(4096, 0);
   cr_assert(not(eq(u64, r, p)), "no key: never the keyed block");
@@ -559,13 +559,13 @@ Test(front, stream_and_key_must_match) {
 
 /* ---- random sequences with threads ---------------------------------------------------- */
 
-Test(front, eight_threads_through_their_caches_never_share_a_granule, .timeout = 300) {
+Test(tcache, eight_threads_through_their_caches_never_share_a_granule, .timeout = 300) {
   cudapool_stats_t s = churn_checked_stats(churn_run(true, false));
   cr_assert(gt(u64, s.num_immediate_reuse, 0));
   churn_close();
 }
 
-Test(front, eight_threads_without_keys_never_share_a_granule, .timeout = 300) {
+Test(tcache, eight_threads_without_keys_never_share_a_granule, .timeout = 300) {
   cudapool_stats_t s = churn_checked_stats(churn_run(true, true));
   cr_assert(eq(u64, s.num_immediate_reuse, 0));
   cr_assert(gt(u64, s.num_barriers, 0));
@@ -579,27 +579,27 @@ Test(front, eight_threads_without_keys_never_share_a_granule, .timeout = 300) {
  * barrier, the key being another) rather than splitting the ready 8 MiB one. */
 static void *alloc_4mib_key2(void *arg) {
   uintptr_t *p = arg;
-  p[1] = (uintptr_t)(p[2] ? cp_front_alloc(F.pool, 4 << 20, CP_STREAM_DEVICE, 2, &p[0])
+  p[1] = (uintptr_t)(p[2] ? cp_tcache_alloc(F.pool, 4 << 20, CP_STREAM_DEVICE, 2, &p[0])
                           : cp_alloc(F.pool, 4 << 20, CP_STREAM_DEVICE, 2, &p[0]));
   return NULL;
 }
 
-static uintptr_t other_thread_after_a_cached_free(bool front, uintptr_t *freed) {
+static uintptr_t other_thread_after_a_cached_free(bool tcache, uintptr_t *freed) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.split_barrier_pending = 1;
   cfg.split_barrier_share = 0;
   fx_open_cfg(&cfg, GiB);
-  uintptr_t a = front ? fr_alloc(4 << 20, 1) : fx_alloc_on(4 << 20, CP_STREAM_DEVICE, 1);
-  uintptr_t x = front ? fr_alloc(8 << 20, 1) : fx_alloc_on(8 << 20, CP_STREAM_DEVICE, 1);
+  uintptr_t a = tcache ? fr_alloc(4 << 20, 1) : fx_alloc_on(4 << 20, CP_STREAM_DEVICE, 1);
+  uintptr_t x = tcache ? fr_alloc(8 << 20, 1) : fx_alloc_on(8 << 20, CP_STREAM_DEVICE, 1);
   cr_assert(eq(int, cp_free(F.pool, x, 1, CP_FREE_DEVICE_IDLE), 0), "x is ready at once");
-  if (front) {
+  if (tcache) {
     fr_free(a, 1);
     cr_assert(eq(sz, held(), 1), "a waits in this thread's cache");
   } else {
     fx_free(a, 1);
   }
-  uintptr_t arg[3] = {0, 99, front};
+  uintptr_t arg[3] = {0, 99, tcache};
   pthread_t t;
   pthread_create(&t, NULL, alloc_4mib_key2, arg);
   pthread_join(t, NULL);
@@ -610,30 +610,30 @@ static uintptr_t other_thread_after_a_cached_free(bool front, uintptr_t *freed) 
   return arg[0];
 }
 
-Test(front, another_threads_allocation_decides_as_without_caches) {
-  uintptr_t a_plain, a_front;
+Test(tcache, another_threads_allocation_decides_as_without_caches) {
+  uintptr_t a_plain, a_tcache;
   uintptr_t plain = other_thread_after_a_cached_free(false, &a_plain);
-  uintptr_t front = other_thread_after_a_cached_free(true, &a_front);
+  uintptr_t tcache = other_thread_after_a_cached_free(true, &a_tcache);
   cr_assert(eq(u64, plain, a_plain), "the pool alone serves the freed block after a barrier");
-  cr_assert(eq(u64, front, a_front), "so does the pool behind the caches");
+  cr_assert(eq(u64, tcache, a_tcache), "so does the pool behind the caches");
 }
 
 /* A block allocated for stream 5 and freed in stream order on stream 9 is
  * stream 9's: the thread's next allocation for stream 5 must not get it back
  * at once (work on 9 may still use it), through the cache or the pool. */
-Test(front, a_free_on_another_stream_is_that_streams) {
+Test(tcache, a_free_on_another_stream_is_that_streams) {
   open_without_barriers_or_fences();
   uintptr_t p = 0, q = 0;
-  cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 5, 7, &p), 0));
-  cr_assert(eq(int, cp_front_free_on_stream(F.pool, p, 9, 7, 0), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 1024, 5, 7, &p), 0));
+  cr_assert(eq(int, cp_tcache_free_on_stream(F.pool, p, 9, 7, 0), 0));
   cr_assert(eq(sz, held(), 0), "not cached as stream 5's");
-  cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 5, 7, &q), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 1024, 5, 7, &q), 0));
   cr_assert(not(eq(u64, q, p)), "stream 5 waits for a barrier");
   uintptr_t r = 0;
-  cr_assert(eq(int, cp_front_alloc(F.pool, 1024, 9, 7, &r), 0));
+  cr_assert(eq(int, cp_tcache_alloc(F.pool, 1024, 9, 7, &r), 0));
   cr_assert(eq(u64, r, p), "stream 9 has it at once");
-  cr_assert(eq(int, cp_front_free(F.pool, q, 7, 0), 0));
-  cr_assert(eq(int, cp_front_free(F.pool, r, 7, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, q, 7, 0), 0));
+  cr_assert(eq(int, cp_tcache_free(F.pool, r, 7, 0), 0));
   fx_close();
 }
 
@@ -648,7 +648,7 @@ static void *cache_one_and_exit(void *arg) {
   return NULL;
 }
 
-Test(front, a_thread_leaving_a_retired_pool_gives_nothing_back) {
+Test(tcache, a_thread_leaving_a_retired_pool_gives_nothing_back) {
   cp_config_t cfg;
   cp_config_default(&cfg);
   cfg.max_cached = 0; /* every settle trims what is free */

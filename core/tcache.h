@@ -1,12 +1,12 @@
-/* front_cache.h: a thread cache's layout and its pointer work, for front.c
- * (the thread's side: the calls, a thread's caches) and front_flush.c (the
- * pool's side: folding, flushing, taking blocks back). front.c's header
+/* tcache.h: a thread cache's layout and its pointer work, for tcache.c
+ * (the thread's side: the calls, a thread's caches) and tcache_flush.c (the
+ * pool's side: folding, flushing, taking blocks back). tcache.c's header
  * comment says what a cache owns, its rules and its locking.
  *
- * Inline: the cached pair (cp_front_alloc + cp_front_free of a cached
+ * Inline: the cached pair (cp_tcache_alloc + cp_tcache_free of a cached
  * block) runs on these alone, and the GPU host's gcc has no LTO. */
-#ifndef CUDAPOOL_CORE_FRONT_CACHE_H
-#define CUDAPOOL_CORE_FRONT_CACHE_H
+#ifndef CUDAPOOL_CORE_TCACHE_H
+#define CUDAPOOL_CORE_TCACHE_H
 
 #include <pthread.h>
 #include <sched.h>
@@ -19,12 +19,12 @@
 
 #define LENT_MAX (TABLE_SLOTS / 2) /* lent blocks, live or freed: keeps probes short */
 
-#define TLS_FRONTS 16              /* pools one thread caches for: arenas of several devices */
+#define TLS_TCACHES 16              /* pools one thread caches for: arenas of several devices */
 
-typedef struct cp_front {
+typedef struct cp_tcache {
   atomic_flag busy;
-  cp_pool_t *pool;              /* NULL once the pool is destroyed (under fronts_lock) */
-  struct cp_front *prev, *next; /* pool->fronts, under the pool lock */
+  cp_pool_t *pool;              /* NULL once the pool is destroyed (under tcaches_lock) */
+  struct cp_tcache *prev, *next; /* pool->tcaches, under the pool lock */
   uint64_t stream, key;         /* of every block in free_ */
   unsigned n_free, n_lent;
   cp_block_t *free_[FREE_MAX];
@@ -48,23 +48,23 @@ typedef struct cp_front {
    * misses a store racing with it is one that ran just before that fast
    * path; one the program ordered after it sees it (happens-before). */
   atomic_bool dirty;
-} cp_front_t;
+} cp_tcache_t;
 
-typedef struct tls_front {
+typedef struct tls_tcache {
   cp_pool_t *pool;
   uint64_t uid;
-  cp_front_t *front;
-  unsigned forks; /* front.c's `forks` when it was made: older ones are a parent's copies */
-} tls_front_t;
+  cp_tcache_t *tcache;
+  unsigned forks; /* tcache.c's `forks` when it was made: older ones are a parent's copies */
+} tls_tcache_t;
 
 /* Taken before any pool lock and a cache's: a thread leaving, a pool destroyed. */
-extern pthread_mutex_t cp_fronts_lock;
+extern pthread_mutex_t cp_tcaches_lock;
 
-static inline void front_lock(cp_front_t *f) {
+static inline void tcache_lock(cp_tcache_t *f) {
   while (atomic_flag_test_and_set_explicit(&f->busy, memory_order_acquire)) sched_yield();
 }
 
-static inline void front_unlock(cp_front_t *f) { atomic_flag_clear_explicit(&f->busy, memory_order_release); }
+static inline void tcache_unlock(cp_tcache_t *f) { atomic_flag_clear_explicit(&f->busy, memory_order_release); }
 
 /* ---- the address table: linear probing, backward-shift deletion ------------------ */
 
@@ -74,7 +74,7 @@ static inline unsigned home(uintptr_t addr) {
 
 /* Out of line: the hot block's compare comes first, and inlined, the
  * compiler hashed every freed address before it. */
-static __attribute__((noinline, unused)) int table_find(const cp_front_t *f, uintptr_t addr) {
+static __attribute__((noinline, unused)) int table_find(const cp_tcache_t *f, uintptr_t addr) {
   for (unsigned i = home(addr);; i = (i + 1) & (TABLE_SLOTS - 1)) {
     if (f->slot[i].addr == addr) return (int)i;
     if (!f->slot[i].addr) return -1;
@@ -82,14 +82,14 @@ static __attribute__((noinline, unused)) int table_find(const cp_front_t *f, uin
 }
 
 /* There is always room: n_lent <= LENT_MAX. */
-static inline void table_insert(cp_front_t *f, cp_block_t *b) {
+static inline void table_insert(cp_tcache_t *f, cp_block_t *b) {
   unsigned i = home(b->addr);
   while (f->slot[i].addr) i = (i + 1) & (TABLE_SLOTS - 1);
   f->slot[i].addr = b->addr;
   f->slot[i].block = b;
 }
 
-static inline void table_remove_at(cp_front_t *f, unsigned i) {
+static inline void table_remove_at(cp_tcache_t *f, unsigned i) {
   for (unsigned j = i;;) {
     f->slot[i].addr = 0;
     for (;;) {
@@ -109,15 +109,15 @@ static inline void table_remove_at(cp_front_t *f, unsigned i) {
 
 enum { LENT_HOT = TABLE_SLOTS }; /* lent_find's answer for the hot block; -1: none */
 
-static inline int lent_find(const cp_front_t *f, uintptr_t addr) {
+static inline int lent_find(const cp_tcache_t *f, uintptr_t addr) {
   return f->hot_addr == addr ? LENT_HOT : table_find(f, addr);
 }
 
-static inline cp_block_t *lent_at(const cp_front_t *f, int i) {
+static inline cp_block_t *lent_at(const cp_tcache_t *f, int i) {
   return i == LENT_HOT ? f->hot : f->slot[i].block;
 }
 
-static inline void lent_remove_at(cp_front_t *f, int i) {
+static inline void lent_remove_at(cp_tcache_t *f, int i) {
   if (i == LENT_HOT) {
     f->hot_addr = 0;
     f->hot = NULL;
@@ -126,7 +126,7 @@ static inline void lent_remove_at(cp_front_t *f, int i) {
   }
 }
 
-static inline void lent_insert(cp_front_t *f, cp_block_t *b) {
+static inline void lent_insert(cp_tcache_t *f, cp_block_t *b) {
   if (f->hot) table_insert(f, f->hot);
   f->hot = b;
   f->hot_addr = b->addr;
@@ -135,7 +135,7 @@ static inline void lent_insert(cp_front_t *f, cp_block_t *b) {
 /* ---- figures ---------------------------------------------------------------------- */
 
 /* The program got b back from the cache. */
-static inline void count_lend(cp_front_t *f, const cp_block_t *b) {
+static inline void count_lend(cp_tcache_t *f, const cp_block_t *b) {
   f->bytes += (int64_t)b->size;
   if (f->bytes > f->bytes_max) f->bytes_max = f->bytes;
   if (++f->blocks > f->blocks_max) f->blocks_max = f->blocks;
@@ -144,7 +144,7 @@ static inline void count_lend(cp_front_t *f, const cp_block_t *b) {
 }
 
 /* The program freed b into the cache. */
-static inline void count_return(cp_front_t *f, const cp_block_t *b) {
+static inline void count_return(cp_tcache_t *f, const cp_block_t *b) {
   f->bytes -= (int64_t)b->size;
   if (f->bytes < f->bytes_min) f->bytes_min = f->bytes;
   f->blocks--;
@@ -152,21 +152,21 @@ static inline void count_return(cp_front_t *f, const cp_block_t *b) {
 }
 
 /* Cache lock held. */
-static inline void note_dirty(cp_front_t *f) {
+static inline void note_dirty(cp_tcache_t *f) {
   atomic_store_explicit(&f->dirty, f->n_free != 0 || f->n_alloc != 0 || f->n_freed != 0,
                         memory_order_relaxed);
 }
 
-/* ---- front_flush.c: with the pool lock held --------------------------------------- */
+/* ---- tcache_flush.c: with the pool lock held --------------------------------------- */
 
 /* Pool lock and cache lock held: the cache's figures go into the pool's stats. */
-void cp_front_fold(cp_pool_t *pool, cp_front_t *f);
+void cp_tcache_fold(cp_pool_t *pool, cp_tcache_t *f);
 /* Pool lock and cache lock held, figures folded: the first n freed blocks
  * go back to the pool as keyed pending blocks. */
-void cp_front_spill(cp_pool_t *pool, cp_front_t *f, unsigned n);
+void cp_tcache_spill(cp_pool_t *pool, cp_tcache_t *f, unsigned n);
 /* Every deferred free becomes pending, in free order; whether there were any. */
-bool cp_front_drain_deferred(cp_pool_t *pool);
+bool cp_tcache_drain_deferred(cp_pool_t *pool);
 /* The cache leaves the pool; live blocks become the pool's alone. */
-void cp_front_detach(cp_pool_t *pool, cp_front_t *f);
+void cp_tcache_detach(cp_pool_t *pool, cp_tcache_t *f);
 
 #endif
