@@ -15,7 +15,7 @@
  *   every stream. 0 = issued, anything else = refused (e.g. during a stream
  *   capture). No host wait.
  * - barrier_cost (optional, NULL = 1): what a barrier costs now, in units
- *   of the cheapest one (the shim: cp_barrier_cost of the live non-blocking
+ *   of the cheapest one (the shim: cp_rule_barrier_cost (core/rules.h) of the live non-blocking
  *   streams, pool.h). The pool
  *   asks for optional barriers (better fits) less often when they cost more.
  * - fence_record (optional, NULL = no fences): record a fence covering all

@@ -32,10 +32,6 @@ void cp_config_default(cp_config_t *cfg) {
   };
 }
 
-unsigned cp_barrier_cost(unsigned nonblocking) {
-  return 1u + (unsigned)(31 - __builtin_clz(nonblocking + 1u));
-}
-
 bool cp_config_valid(const cp_config_t *c) {
   return cp_is_pow2(c->round) && cp_is_pow2(c->segment_round) && c->small_max % c->round == 0 &&
          c->small_segment >= c->small_max && c->large_threshold <= c->large_segment &&

@@ -84,16 +84,6 @@ typedef struct cp_config {
 #define CP_FREE_DEVICE_IDLE 1u /* caller synchronised: reusable at once */
 
 void cp_config_default(cp_config_t *cfg);
-/* What a barrier costs when it must reach `nonblocking` non-blocking streams
- * besides the legacy one, in units of the cheapest (for backend.h's
- * barrier_cost; the shim's CUDA backend and the replayer both use it):
- * 1 + floor(log2(1 + nonblocking)). Each stream adds a few ~0.3 us calls to
- * a barrier, while a split a barrier would have avoided costs memory for the
- * rest of the run: cuDNN creates 16 non-blocking streams per thread, and at
- * 1 + n (33) the pool split instead of waiting and reserved 26% more than
- * PyTorch on convnext_tiny; at 6 it reserves what immediate reuse would,
- * with about 20 barriers a training step (docs/BENCHMARKS.md). */
-unsigned cp_barrier_cost(unsigned nonblocking);
 /* The driver allocation size for a request of `size` bytes (already rounded
  * or not): the segment the pool would reserve when nothing cached fits. */
 size_t cp_driver_alloc_size(const cp_config_t *cfg, size_t size);

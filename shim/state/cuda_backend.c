@@ -81,17 +81,19 @@ static bool capturing(const cp_stream_entry_t *s, void **pre_event) {
  * a record or wait on it would join the barrier to the capture or break it:
  * ordering waits for its capture to end. */
 static bool captures_allow_ordering(cp_device_t *dev) {
-  int n = cp_capture_count(), covered = 0;
-  if (n == 0) return true;
+  unsigned n = (unsigned)cp_capture_count(), covered = 0;
+  bool joined = false;
+  if (n == 0) return cp_rule_ordering_allowed(0, 0, false);
   cp_stream_entry_t *s, *tmp;
   void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
     if (capturing(s, &pre))
       covered += s->nonblocking;
     else if (API()->stream_capturing(s->stream) == 1)
-      return false;
+      joined = true;
+    if (joined) break;
   }
-  return covered == n;
+  return cp_rule_ordering_allowed(n, covered, joined);
 }
 
 /* With the device lock held: the legacy stream made to wait for the work of
@@ -180,7 +182,7 @@ static int cuda_barrier(void *ctx, int device) {
 static unsigned cuda_barrier_cost(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
-  return cp_barrier_cost((unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed));
+  return cp_rule_barrier_cost((unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed));
 }
 
 /* A fence: one event per live non-blocking stream plus one on the legacy

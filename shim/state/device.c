@@ -88,7 +88,8 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 
 bool cp_device_nonblocking_live(const cp_device_t *dev) {
   cp_device_t *d = (cp_device_t *)dev;
-  return atomic_load(&d->live_nonblocking) != 0 || atomic_load(&d->n_orphans) != 0;
+  return !cp_rule_legacy_sync_covers_device((unsigned)atomic_load(&d->live_nonblocking),
+                                            (unsigned)atomic_load(&d->n_orphans));
 }
 
 int cp_device_id(const cp_device_t *dev) { return dev->id; }

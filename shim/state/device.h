@@ -24,6 +24,7 @@
 
 #include "backend/api.h"
 #include "pool.h"
+#include "rules.h"
 #include "state/shim.h"
 
 typedef struct cp_stream_entry {
@@ -129,10 +130,9 @@ void cp_stream_after_barriers(cudaStream_t stream);
  * Inline: every allocation and free asks. */
 extern atomic_bool cp_per_thread_stream_seen;
 static inline uint64_t cp_device_reuse_key(cp_device_t *dev) {
-  if (atomic_load_explicit(&dev->live_streams, memory_order_relaxed) ||
-      atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed))
-    return 0;
-  return cp_thread_key();
+  unsigned live = (unsigned)atomic_load_explicit(&dev->live_streams, memory_order_relaxed);
+  bool per_thread = atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed);
+  return cp_rule_same_thread_keys(live, per_thread) ? cp_thread_key() : 0;
 }
 /* The program used the per-thread default stream: same-thread reuse is off
  * from now on. */

@@ -4,6 +4,9 @@
  * freeing blocks another thread allocated.
  * A shadow map of the simulated address space (one byte per 512-byte
  * granule, claimed with atomics) proves no two live blocks ever overlap.
+ * The map spans four times the device's capacity: the simulated device
+ * places segments first fit, so with holes between them an address can lie
+ * past base + capacity even though no more than capacity is in use.
  * Shared by the Criterion test (tests/unit/core/threads.c) and the
  * standalone program that runs it under ThreadSanitizer
  * (tests/unit/core/threads_tsan.c), where Criterion cannot start. The
@@ -22,7 +25,8 @@
 #define CHURN_THREADS 8
 #define CHURN_OPS 20000
 #define CHURN_SPACE ((size_t)256 << 20)
-#define CHURN_GRANULES (CHURN_SPACE / 512)
+#define CHURN_SHADOW_SPAN (4 * CHURN_SPACE)
+#define CHURN_GRANULES (CHURN_SHADOW_SPAN / 512)
 
 typedef struct churn {
   cp_sim_t sim;
@@ -42,6 +46,8 @@ static churn_t churn_state;
 static size_t churn_granule(uintptr_t addr) { return (addr - churn_state.sim.base) / 512; }
 
 static void churn_claim(uintptr_t p, size_t size) {
+  CHURN_CHECK(p >= churn_state.sim.base && p + size <= churn_state.sim.base + CHURN_SHADOW_SPAN,
+              "block %#lx+%zu lies outside the shadowed span", (unsigned long)p, size);
   for (size_t g = churn_granule(p); g < churn_granule(p + size); g++)
     if (atomic_exchange(&churn_state.shadow[g], 1) != 0) {
       atomic_fetch_add(&churn_state.failures, 1);

@@ -1,11 +1,9 @@
 /* model.c: what the shim knew when it made each decision, rebuilt from a
- * trace's decision events (common/trace.h), so that replay decides as the live
- * run did: the live streams the program created (device.c: any one turns
- * same-thread reuse keys off; a barrier costs 1 + the non-blocking ones; a
- * legacy-stream sync covers the device only without non-blocking ones),
- * whether the per-thread default stream was used (keys off for good), and
- * the captures in progress (cuda_backend.c: barriers go on only while every
- * capture is relaxed and on a known non-blocking stream).
+ * trace's decision events (common/trace.h): the live streams the program
+ * created and which are non-blocking, whether the per-thread default stream
+ * was used, and the captures in progress. The decisions themselves are
+ * core/rules.h's, the same functions the shim applies to its live state, so
+ * replay decides as the live run did.
  *
  * Invariants: a handle is in streams at most once; nonblocking counts the
  * entries flagged so. Traces without these events (RMM's, the shared
@@ -14,6 +12,7 @@
 
 #include <stdlib.h>
 
+#include "rules.h"
 #include "util.h"
 
 static size_t find_stream(const rp_model_t *m, uint64_t handle) {
@@ -56,16 +55,23 @@ void rp_model_capture_end(rp_model_t *m, uint64_t stream) {
   }
 }
 
-bool rp_model_keys_on(const rp_model_t *m) { return m->nstreams == 0 && !m->per_thread; }
+bool rp_model_keys_on(const rp_model_t *m) { return cp_rule_same_thread_keys((unsigned)m->nstreams, m->per_thread); }
 
-unsigned rp_model_barrier_cost(const rp_model_t *m) { return cp_barrier_cost(m->nonblocking); }
+unsigned rp_model_barrier_cost(const rp_model_t *m) { return cp_rule_barrier_cost(m->nonblocking); }
 
 bool rp_model_barrier_allowed(const rp_model_t *m) {
+  unsigned covered = 0;
   for (size_t i = 0; i < m->ncaptures; i++) {
     size_t s = find_stream(m, m->captures[i].stream);
-    if (!m->captures[i].relaxed || s == m->nstreams || !m->streams[s].nonblocking) return false;
+    covered += m->captures[i].relaxed && s < m->nstreams && m->streams[s].nonblocking;
   }
-  return true;
+  /* A trace does not record joins (a cudaStreamWaitEvent the shim cannot
+   * see either): the live run, seeing none, decided as here. */
+  return cp_rule_ordering_allowed((unsigned)m->ncaptures, covered, false);
+}
+
+bool rp_model_legacy_sync_covers_device(const rp_model_t *m) {
+  return cp_rule_legacy_sync_covers_device(m->nonblocking, 0);
 }
 
 void rp_model_free(rp_model_t *m) {

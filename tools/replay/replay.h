@@ -175,6 +175,7 @@ void rp_model_capture_end(rp_model_t *m, uint64_t stream);
 bool rp_model_keys_on(const rp_model_t *m);
 unsigned rp_model_barrier_cost(const rp_model_t *m);
 bool rp_model_barrier_allowed(const rp_model_t *m);
+bool rp_model_legacy_sync_covers_device(const rp_model_t *m);
 void rp_model_free(rp_model_t *m);
 
 /* ---- run.c ------------------------------------------------------------ */

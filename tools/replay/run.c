@@ -173,11 +173,11 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
             R->free_errors++; /* a pool bug: the slot came from cp_alloc */
           break;
         case RP_OP_SYNC_STREAM:
-          /* The shim's rule; the legacy stream is 0 or cudaStreamLegacy (0x1). */
-          if (e->stream <= 1 && model.nonblocking == 0)
+          /* The legacy stream is 0 or cudaStreamLegacy (0x1). */
+          if (e->stream <= 1 && rp_model_legacy_sync_covers_device(&model))
             cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
           cp_sync_mark(pool, &mark);
-          cp_synced_stream(pool, &mark, e->stream, e->stream <= 1, model.nonblocking != 0);
+          cp_synced_stream(pool, &mark, e->stream, e->stream <= 1, !rp_model_legacy_sync_covers_device(&model));
           break;
         case RP_OP_SYNC_DEVICE:
           cp_sim_complete_fences(&R->sim, R->sim.fences_recorded);
