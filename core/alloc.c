@@ -188,7 +188,7 @@ static bool claim_pages(cp_pool_t *pool, cp_request_t *req, cp_block_t *b) {
  * docs/BENCHMARKS.md). */
 static bool other_barrier_in_flight(cp_pool_t *pool) {
   return cp_arena_count(pool) > 1 &&
-         atomic_load_explicit(&pool->shared->barrier_in_flight, memory_order_relaxed);
+         atomic_load_explicit(&pool->devpool->barrier_in_flight, memory_order_relaxed);
 }
 
 /* Whether the best usable fit b, which would have to be split, should wait

@@ -12,7 +12,7 @@
  * never contends enough to make one, and keeps one pool: an arena's free
  * blocks cannot serve another arena's threads, so arenas cost memory.
  *
- * What the arenas share (cp_shared_t, owned by the main pool, and words
+ * What the arenas share (cp_device_pool_t, owned by the main pool, and words
  * each arena publishes for the others):
  *   - the points in time: each arena numbers its own frees (free_seq,
  *     published in its seq_pub), and a mark (a synchronisation, a barrier)
@@ -33,12 +33,12 @@
  *   - the exact reserved peak (the other peaks, with arenas, are the sum of
  *     the arenas' own: an upper bound).
  *
- * Invariants: shared->held = the arenas' reserved bytes; shared->reserved
+ * Invariants: devpool->held = the arenas' reserved bytes; devpool->reserved
  * = held + claims in flight; arenas are made under arenas_lock and never go before the main
  * pool is destroyed; arenas[i] and its arena_index (i) are written before
  * n_arenas counts it; an arena's covered_pub <= its seq_pub = its free_seq;
  * its allocated_now = its allocated bytes, less than CP_ALLOCATED_SLACK
- * from what it added to shared->allocated_approx, which is the sum of what
+ * from what it added to devpool->allocated_approx, which is the sum of what
  * they added (core/testing/check.c checks them all).
  * Locking: arenas_lock comes before any pool lock; a thread holds at most
  * one arena's lock, except the main pool's cp_tcaches_lock order (tcache.c). */
@@ -60,23 +60,23 @@ typedef struct tls_home {
 
 static __thread __attribute__((tls_model("initial-exec"))) tls_home_t my_homes[TLS_HOMES];
 
-int cp_shared_init(cp_pool_t *pool) {
-  cp_shared_t *sh = cp_zalloc_aligned(sizeof *sh, _Alignof(cp_shared_t));
+int cp_device_pool_init(cp_pool_t *pool) {
+  cp_device_pool_t *sh = cp_zalloc_aligned(sizeof *sh, _Alignof(cp_device_pool_t));
   if (!sh) return ENOMEM;
   pthread_mutex_init(&sh->arenas_lock, NULL);
   pthread_mutex_init(&sh->barrier_lock, NULL);
   pthread_cond_init(&sh->barrier_done, NULL);
   sh->arenas[0] = pool;
   atomic_store(&sh->n_arenas, 1);
-  pool->shared = sh;
+  pool->devpool = sh;
   return 0;
 }
 
-void cp_shared_fini(cp_pool_t *pool) {
-  pthread_mutex_destroy(&pool->shared->arenas_lock);
-  pthread_mutex_destroy(&pool->shared->barrier_lock);
-  pthread_cond_destroy(&pool->shared->barrier_done);
-  free(pool->shared);
+void cp_device_pool_fini(cp_pool_t *pool) {
+  pthread_mutex_destroy(&pool->devpool->arenas_lock);
+  pthread_mutex_destroy(&pool->devpool->barrier_lock);
+  pthread_cond_destroy(&pool->devpool->barrier_done);
+  free(pool->devpool);
 }
 
 /* ---- barriers ------------------------------------------------------------------- */
@@ -135,7 +135,7 @@ cp_pool_t *cp_arena_home_of_thread(cp_pool_t *main) {
 
 /* A new arena, its lock held; NULL when none may be made. */
 static cp_pool_t *arena_make_locked(cp_pool_t *main) {
-  cp_shared_t *sh = main->shared;
+  cp_device_pool_t *sh = main->devpool;
   cp_pool_t *a = NULL;
   pthread_mutex_lock(&sh->arenas_lock);
   unsigned n = cp_arena_count(main);

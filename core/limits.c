@@ -4,7 +4,7 @@
  * arena its share), and giving memory back (empty_cache, trim, a new limit,
  * the other arenas emptied on the out-of-memory path).
  *
- * Invariants: shared->held = the arenas' reserved bytes; shared->reserved =
+ * Invariants: devpool->held = the arenas' reserved bytes; devpool->reserved =
  * held + claims in flight <= the limit; see arena.c for allocated_approx.
  *
  * Locking: the budget's words are atomics, read and written under any one
@@ -17,7 +17,7 @@
 /* ---- the budget: bytes reserved by every arena ---------------------------------- */
 
 bool cp_budget_claim(cp_pool_t *pool, size_t bytes) {
-  cp_shared_t *sh = pool->shared;
+  cp_device_pool_t *sh = pool->devpool;
   size_t limit = pool->cfg.limit;
   size_t now = atomic_load_explicit(&sh->reserved, memory_order_relaxed);
   do {
@@ -30,7 +30,7 @@ bool cp_budget_claim(cp_pool_t *pool, size_t bytes) {
 /* The peak counts only what the backend gave: a claim whose call failed
  * (a full device) never held memory. */
 void cp_budget_commit(cp_pool_t *pool, size_t bytes) {
-  cp_shared_t *sh = pool->shared;
+  cp_device_pool_t *sh = pool->devpool;
   size_t held = atomic_fetch_add_explicit(&sh->held, bytes, memory_order_relaxed) + bytes;
   size_t peak = atomic_load_explicit(&sh->held_peak, memory_order_relaxed);
   while (held > peak && !atomic_compare_exchange_weak_explicit(&sh->held_peak, &peak, held,
@@ -39,28 +39,28 @@ void cp_budget_commit(cp_pool_t *pool, size_t bytes) {
 }
 
 void cp_budget_return(cp_pool_t *pool, size_t bytes) {
-  atomic_fetch_sub_explicit(&pool->shared->reserved, bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&pool->devpool->reserved, bytes, memory_order_relaxed);
 }
 
 void cp_budget_release(cp_pool_t *pool, size_t bytes) {
-  atomic_fetch_sub_explicit(&pool->shared->held, bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&pool->devpool->held, bytes, memory_order_relaxed);
   cp_budget_return(pool, bytes);
 }
 
 size_t cp_budget_reserved(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->reserved, memory_order_relaxed);
+  return atomic_load_explicit(&pool->devpool->reserved, memory_order_relaxed);
 }
 
 size_t cp_budget_held(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->held, memory_order_relaxed);
+  return atomic_load_explicit(&pool->devpool->held, memory_order_relaxed);
 }
 
 size_t cp_budget_held_peak(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->held_peak, memory_order_relaxed);
+  return atomic_load_explicit(&pool->devpool->held_peak, memory_order_relaxed);
 }
 
 void cp_budget_reset_peak(cp_pool_t *pool) {
-  atomic_store_explicit(&pool->shared->held_peak, cp_budget_held(pool), memory_order_relaxed);
+  atomic_store_explicit(&pool->devpool->held_peak, cp_budget_held(pool), memory_order_relaxed);
 }
 
 /* ---- the limit and the cache cap ------------------------------------------------ */
@@ -89,7 +89,7 @@ bool cp_over_limit_rounded(cp_pool_t *pool, size_t rsize) {
   /* The published copy: cp_over_limit is asked without the lock too. */
   int64_t allocated = atomic_load_explicit(&pool->allocated_now, memory_order_relaxed);
   if (n > 1) {
-    int64_t most = atomic_load_explicit(&pool->shared->allocated_approx, memory_order_relaxed) +
+    int64_t most = atomic_load_explicit(&pool->devpool->allocated_approx, memory_order_relaxed) +
                    (int64_t)n * CP_ALLOCATED_SLACK;
     if (most < 0 || (size_t)most <= limit - rsize) return false;
     allocated = allocated_everywhere(pool, n);
@@ -167,7 +167,7 @@ size_t cp_trim(cp_pool_t *main, size_t target_cached) {
 }
 
 void cp_set_limit(cp_pool_t *main, size_t limit) {
-  pthread_mutex_lock(&main->shared->arenas_lock);
+  pthread_mutex_lock(&main->devpool->arenas_lock);
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
     cp_tcaches_flush_all(pool);
@@ -175,7 +175,7 @@ void cp_set_limit(cp_pool_t *main, size_t limit) {
     pthread_mutex_unlock(&pool->lock);
   }
   if (limit && cp_budget_reserved(main) > limit) cp_empty_cache(main);
-  pthread_mutex_unlock(&main->shared->arenas_lock);
+  pthread_mutex_unlock(&main->devpool->arenas_lock);
 }
 
 size_t cp_arenas_reclaim(cp_pool_t *main, cp_pool_t *except) {

@@ -3,7 +3,7 @@
  * arena reports to, and the recycled block structs of an arena.
  *
  * Invariants: an arena is torn down only with its main pool, the arenas
- * first (the main pool holds what they share, cp_shared_t); the pointer map
+ * first (the main pool holds what they share, cp_device_pool_t); the pointer map
  * never empties (its `anchor`); a retired pool never calls the backend to
  * give memory back.
  *
@@ -24,8 +24,8 @@ static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_
   if (!pool) return NULL;
   pool->main = main ? main : pool;
   if (main)
-    pool->shared = main->shared;
-  else if (cp_shared_init(pool) != 0) {
+    pool->devpool = main->devpool;
+  else if (cp_device_pool_init(pool) != 0) {
     free(pool);
     return NULL;
   }
@@ -71,7 +71,7 @@ static cp_pool_t *pool_new(int device, const cp_config_t *cfg, const cp_backend_
   if (hash_oom) {
     pthread_cond_destroy(&pool->barrier_done);
     pthread_mutex_destroy(&pool->lock);
-    if (!main) cp_shared_fini(pool);
+    if (!main) cp_device_pool_fini(pool);
     free(pool);
     return NULL;
   }
@@ -120,7 +120,7 @@ static void teardown_one(cp_pool_t *pool, bool give_back) {
   free(pool->fences);
   pthread_cond_destroy(&pool->barrier_done);
   pthread_mutex_destroy(&pool->lock);
-  if (pool->main == pool) cp_shared_fini(pool);
+  if (pool->main == pool) cp_device_pool_fini(pool);
   free(pool);
 }
 
@@ -143,7 +143,7 @@ void cp_pool_retire(cp_pool_t *pool) {
   /* A thread's exit still folds its cache into the pool (other threads may
    * be inside it: its caches stay), and the trim that may follow must not
    * cudaFree an address the new context may have handed out. */
-  cp_shared_t *sh = pool->shared;
+  cp_device_pool_t *sh = pool->devpool;
   pthread_mutex_lock(&sh->arenas_lock);
   sh->retired = true;
   cp_for_each_arena(a, pool) {
@@ -158,7 +158,7 @@ void cp_pool_retire(cp_pool_t *pool) {
 
 /* The arenas' settings change together, with no arena made meanwhile. */
 void cp_pool_set_observer(cp_pool_t *main, cp_observer_fn *fn, void *ctx) {
-  pthread_mutex_lock(&main->shared->arenas_lock);
+  pthread_mutex_lock(&main->devpool->arenas_lock);
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
     cp_tcaches_flush_all(pool);
@@ -167,7 +167,7 @@ void cp_pool_set_observer(cp_pool_t *main, cp_observer_fn *fn, void *ctx) {
     cp_tcaches_update_on(pool);
     pthread_mutex_unlock(&pool->lock);
   }
-  pthread_mutex_unlock(&main->shared->arenas_lock);
+  pthread_mutex_unlock(&main->devpool->arenas_lock);
 }
 
 cp_block_t *cp_block_new(cp_pool_t *pool) {

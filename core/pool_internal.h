@@ -2,12 +2,19 @@
  *
  * Two levels. A device pool is what the program's calls name (pool.h's
  * cp_pool_t *, its main pool): the configuration, the observer, its arenas
- * and what they share (cp_shared_t: barriers in flight, the budget, the
+ * and what they share (cp_device_pool_t: barriers in flight, the budget, the
  * arena table). An arena (struct cp_pool) is one lock with what it guards:
  * the two subpools, the segments, the pointer map, the free order and
  * fences, the thread caches. The main pool is the device pool's first
  * arena; cp_for_each_arena visits them all, cp_for_each_arena_owning only
  * the one the owned table names for an address.
+ *
+ * Why the configuration, backend and observer are copied into every arena
+ * instead of living in cp_device_pool_t alone: an allocation reads them on
+ * every call under its arena's lock; a copy on the arena's own cache lines
+ * costs nothing to read, a pointer to the device pool's would put a shared
+ * line on every thread's hot path. They are written only while no arena
+ * serves (creation, cp_pool_set_observer under every arena's lock).
  *
  * Locking: an arena's `lock` guards its fields. Public functions (pool.h)
  * take it; functions declared below expect it held unless they say not.
@@ -72,7 +79,7 @@ static inline unsigned cp_hash_words(const void *key, size_t len) {
 #include "owned.h"
 #include "pool.h"
 
-typedef struct cp_shared cp_shared_t;
+typedef struct cp_device_pool cp_device_pool_t;
 
 /* Pending blocks that one (stream, key) may reuse at once. */
 typedef struct cp_keyed {
@@ -97,10 +104,11 @@ typedef struct cp_fence_rec {
   uint64_t covers; /* completes every block with free_seq <= covers */
 } cp_fence_rec_t;
 
-/* What the arenas of one device share (arena.c); owned by the main pool.
+/* The device pool: what the arenas of one device share (arena.c); owned
+ * by the main pool.
  * The atomics live on their own cache lines: every arena writes them (the
  * free order and barrier coverage are each arena's own: cp_pool). */
-typedef struct cp_shared {
+typedef struct cp_device_pool {
   /* One barrier in flight on the device at a time (sync.c): an arena that
    * needs one meanwhile waits for it, and issues the next only if it did
    * not cover its frees. Barriers reach every stream: issued one after
@@ -125,7 +133,7 @@ typedef struct cp_shared {
   _Atomic unsigned n_arenas;                /* arenas[0] is the main pool */
   cp_pool_t *arenas[CP_ARENAS_MAX];
   bool retired; /* no new arenas after cp_pool_retire */
-} cp_shared_t;
+} cp_device_pool_t;
 
 struct cp_pool {
   pthread_mutex_t lock;
@@ -163,14 +171,14 @@ struct cp_pool {
   size_t block_count, free_block_count;
   cudapool_stats_t stats;
   /* stats.allocated_bytes.current for other arenas' limit checks, and what
-   * of it this arena has added to shared->allocated_approx (lock held). */
+   * of it this arena has added to devpool->allocated_approx (lock held). */
   _Atomic int64_t allocated_now;
   int64_t allocated_added;
   /* Arenas (arena.c): the pool the program sees (`main`, itself for it)
    * and the arenas its threads moved to when its lock was contended. */
   cp_pool_t *main;
-  cp_shared_t *shared;  /* main's, for every arena */
-  unsigned arena_index; /* in shared->arenas */
+  cp_device_pool_t *devpool; /* main's, for every arena */
+  unsigned arena_index; /* in devpool->arenas */
   /* Each arena numbers its own frees: a barrier or a sync takes a mark in
    * every arena's order (cp_mark_t). One counter for all made every free
    * of every thread write one cache line. seq_pub: free_seq, published
@@ -324,14 +332,14 @@ static inline uint64_t cp_seq_next(cp_pool_t *pool) {
   return pool->free_seq;
 }
 static inline unsigned cp_arena_count(const cp_pool_t *pool) {
-  return atomic_load_explicit(&pool->shared->n_arenas, memory_order_acquire);
+  return atomic_load_explicit(&pool->devpool->n_arenas, memory_order_acquire);
 }
-static inline cp_pool_t *cp_arena_at(const cp_pool_t *pool, unsigned i) { return pool->shared->arenas[i]; }
+static inline cp_pool_t *cp_arena_at(const cp_pool_t *pool, unsigned i) { return pool->devpool->arenas[i]; }
 
 /* Every arena of the device pool `main`, the main pool first, as a range
  * of its arena table: [returned, *end). Arenas made later are not in it. */
 static inline cp_pool_t *const *cp_arenas_all(const cp_pool_t *main, cp_pool_t *const **end) {
-  cp_pool_t *const *first = main->shared->arenas;
+  cp_pool_t *const *first = main->devpool->arenas;
   *end = first + cp_arena_count(main);
   return first;
 }
@@ -391,7 +399,7 @@ static inline void cp_allocated_publish(cp_pool_t *pool) {
   int64_t now = pool->stats.allocated_bytes.current, change = now - pool->allocated_added;
   atomic_store_explicit(&pool->allocated_now, now, memory_order_relaxed);
   if (change >= CP_ALLOCATED_SLACK || change <= -CP_ALLOCATED_SLACK) {
-    atomic_fetch_add_explicit(&pool->shared->allocated_approx, change, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool->devpool->allocated_approx, change, memory_order_relaxed);
     pool->allocated_added = now;
   }
 }
@@ -418,8 +426,8 @@ void cp_arena_catch_up(cp_pool_t *pool);
 void cp_arena_marks(cp_pool_t *pool, cp_mark_t *out);
 /* A barrier covered every arena's frees up to its mark: they learn it. */
 void cp_arena_publish_barrier(cp_pool_t *pool, const cp_mark_t *mark);
-int cp_shared_init(cp_pool_t *pool);
-void cp_shared_fini(cp_pool_t *pool);
+int cp_device_pool_init(cp_pool_t *pool);
+void cp_device_pool_fini(cp_pool_t *pool);
 /* A new arena of main (pool.c), or NULL. */
 cp_pool_t *cp_arena_new(cp_pool_t *main);
 /* The calling thread's arena of main. Inline: every allocation and free

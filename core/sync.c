@@ -12,7 +12,7 @@
  *
  * Locking: the arena's lock is held (cp_sync_* take each arena's in turn);
  * cp_try_barrier releases it while the backend issues the barrier, under
- * the device's barrier_lock (cp_shared_t). */
+ * the device's barrier_lock (cp_device_pool_t). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -48,7 +48,7 @@ void cp_drop_fences(cp_pool_t *pool, bool release) {
  * another arena's barrier is in flight; returns true when one covered every
  * free up to `want`, else issues one itself (*rc, *mark: what it covered). */
 static bool device_barrier(cp_pool_t *pool, uint64_t want, int *rc, uint64_t *mark) {
-  cp_shared_t *sh = pool->shared;
+  cp_device_pool_t *sh = pool->devpool;
   pthread_mutex_lock(&sh->barrier_lock);
   for (;;) {
     if (atomic_load_explicit(&pool->covered_pub, memory_order_acquire) >= want) {

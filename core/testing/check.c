@@ -145,7 +145,7 @@ int cp_pool_check(cp_pool_t *main, char *why, size_t n) {
   cp_for_each_arena(pool, main) {
     if ((rc = check_one(pool, index++, why, n, &reserved, &added)) != 0) break;
   }
-  int64_t shared = atomic_load(&main->shared->allocated_approx);
+  int64_t shared = atomic_load(&main->devpool->allocated_approx);
   if (rc == 0 && added != shared)
     rc = cp_fail_msg(why, n, "arenas added %lld to the allocated sum, which says %lld", (long long)added,
                      (long long)shared);

@@ -314,9 +314,9 @@ static int (*sim_barrier)(void *ctx, int device);
 static atomic_int barrier_calls;
 
 static unsigned device_waiters(void) {
-  pthread_mutex_lock(&F.pool->shared->barrier_lock);
-  unsigned n = F.pool->shared->barrier_waiters;
-  pthread_mutex_unlock(&F.pool->shared->barrier_lock);
+  pthread_mutex_lock(&F.pool->devpool->barrier_lock);
+  unsigned n = F.pool->devpool->barrier_waiters;
+  pthread_mutex_unlock(&F.pool->devpool->barrier_lock);
   return n;
 }
 
