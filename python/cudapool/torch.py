@@ -31,6 +31,7 @@ ImportError saying so in one line.
 import collections
 import ctypes
 import os
+import warnings
 
 from . import _layout
 
@@ -53,21 +54,35 @@ def _preloaded():
     return None
 
 
+def _asked_library():
+    """(variable, path) the user named for the library: CUDAPOOL_LIB, the
+    one variable the launcher reads too; else the deprecated CUDAPOOL_LIBRARY
+    with one warning; else (None, None)."""
+    if os.environ.get("CUDAPOOL_LIB"):
+        return "CUDAPOOL_LIB", os.environ["CUDAPOOL_LIB"]
+    if os.environ.get("CUDAPOOL_LIBRARY"):
+        warnings.warn("CUDAPOOL_LIBRARY is deprecated: set CUDAPOOL_LIB, which the launcher reads too",
+                      DeprecationWarning, stacklevel=3)
+        return "CUDAPOOL_LIBRARY", os.environ["CUDAPOOL_LIBRARY"]
+    return None, None
+
+
 def library_path():
     """The library to hand PyTorch: the one preloaded into this process,
-    else $CUDAPOOL_LIBRARY, else build/libcudapool.so of the source tree this
+    else $CUDAPOOL_LIB (the launcher's variable; the older CUDAPOOL_LIBRARY
+    is read too, with a deprecation warning), else build/libcudapool.so of the source tree this
     module sits in, else the installed lib/libcudapool.so next to a
     `cudapool` launcher on PATH. Raises FileNotFoundError naming what it
-    tried, or naming CUDAPOOL_LIBRARY when that names no file (never a
+    tried, or naming CUDAPOOL_LIB when that names no file (never a
     silent fall back to another library than the one asked for)."""
     preloaded = _preloaded()
     if preloaded:
         return os.path.normpath(preloaded)
-    asked = os.environ.get("CUDAPOOL_LIBRARY")
+    name, asked = _asked_library()
     if asked:
         if not os.path.isfile(asked):
-            raise FileNotFoundError("CUDAPOOL_LIBRARY=%s: no such file; point it at libcudapool.so, or "
-                                    "unset it to use the preloaded or the built one" % asked)
+            raise FileNotFoundError("%s=%s: no such file; point it at libcudapool.so, or "
+                                    "unset it to use the preloaded or the built one" % (name, asked))
         return os.path.normpath(asked)
     tried = []
     for candidate in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
@@ -82,7 +97,7 @@ def library_path():
             tried.append(candidate)
             if os.path.isfile(candidate):
                 return os.path.normpath(candidate)
-    raise FileNotFoundError("cannot find libcudapool.so (tried: %s); set CUDAPOOL_LIBRARY"
+    raise FileNotFoundError("cannot find libcudapool.so (tried: %s); set CUDAPOOL_LIB"
                             % (", ".join(tried) or "nothing"))
 
 

@@ -551,11 +551,11 @@ class Torch(Child):
                 out(found=cudapool.torch.library_path())
             except FileNotFoundError as e:
                 out(error=str(e))
-        """, preload=False, extra_env={"CUDAPOOL_LIBRARY": "/nonexistent/libcudapool.so"})
+        """, preload=False, extra_env={"CUDAPOOL_LIB": "/nonexistent/libcudapool.so"})
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")][0]
         r = json.loads(line[len("RESULT "):])
-        self.assertEqual(r.get("error"), "CUDAPOOL_LIBRARY=/nonexistent/libcudapool.so: no such file; point "
+        self.assertEqual(r.get("error"), "CUDAPOOL_LIB=/nonexistent/libcudapool.so: no such file; point "
                          "it at libcudapool.so, or unset it to use the preloaded or the built one")
 
     def use(self, preload):
@@ -635,13 +635,37 @@ class Torch(Child):
             self.assertEqual(r["own_allocated"], 3 << 20, r)
             self.assertEqual(r["own_peak"], 3 << 20, r)
 
-    def test_library_path_takes_cudapool_library_without_the_preload(self):
+    def test_library_path_takes_cudapool_lib_without_the_preload(self):
         link = os.path.join(self.dir, "libcudapool.so")
         os.symlink(LIB, link)
         r = self.result("""
             import cudapool.torch
             out(found=cudapool.torch.library_path())
+        """, preload=False, extra_env={"CUDAPOOL_LIB": link})
+        self.assertEqual(r["found"], link)
+
+    def test_the_deprecated_cudapool_library_still_works_with_one_warning(self):
+        link = os.path.join(self.dir, "libcudapool.so")
+        os.symlink(LIB, link)
+        r = self.result("""
+            import warnings
+            import cudapool.torch
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                found = cudapool.torch.library_path()
+            out(found=found, warnings=[str(w.message) for w in seen])
         """, preload=False, extra_env={"CUDAPOOL_LIBRARY": link})
+        self.assertEqual(r["found"], link)
+        self.assertEqual(r["warnings"], ["CUDAPOOL_LIBRARY is deprecated: set CUDAPOOL_LIB, which the launcher "
+                                         "reads too"])
+
+    def test_cudapool_lib_wins_over_the_deprecated_name(self):
+        link = os.path.join(self.dir, "libcudapool.so")
+        os.symlink(LIB, link)
+        r = self.result("""
+            import cudapool.torch
+            out(found=cudapool.torch.library_path())
+        """, preload=False, extra_env={"CUDAPOOL_LIB": link, "CUDAPOOL_LIBRARY": "/nonexistent/x.so"})
         self.assertEqual(r["found"], link)
 
 if __name__ == "__main__":

@@ -267,7 +267,17 @@ Test(launcher, errors_are_clear) {
   check_failure("", (struct failure){"-- /usr/bin/env", 127, "cudapool: cannot find libcudapool.so"});
   check_failure("CUDAPOOL_LIB=/nonexistent/libcudapool.so",
                 (struct failure){"-- true", 127, "CUDAPOOL_LIB=/nonexistent/libcudapool.so: no such file"});
-  check_failure("", (struct failure){"--limt 8G -- true", 2, "cudapool: unknown option --limt"});
+  check_failure("", (struct failure){"--limt 8G -- true", 2,
+                                     "cudapool: unknown option --limt; did you mean --limit? (see cudapool --help)\n"});
+  check_failure("", (struct failure){"--expand -- true", 2,
+                                     "cudapool: unknown option --expand; did you mean --expandable? (see cudapool "
+                                     "--help)\n"});
+  check_failure("", (struct failure){"--maxcached 1G -- true", 2, "did you mean --max-cached?"});
+  check_failure("", (struct failure){"--frobnicate -- true", 2,
+                                     "cudapool: unknown option --frobnicate (see cudapool --help)\n"});
+  check_failure("", (struct failure){"--stats /tmp/x.txt true", 2,
+                                     "cudapool: --stats takes its file after '=': --stats=/tmp/x.txt "
+                                     "(\"/tmp/x.txt\" is no program to run)\n"});
   check_failure("", (struct failure){"--limit", 2, "cudapool: --limit needs a value"});
   check_failure("", (struct failure){"--verbose=1 true", 2, "cudapool: --verbose takes no value"});
   check_failure("", (struct failure){"--mode sync", 2, "cudapool: no program given"});
@@ -350,4 +360,59 @@ Test(launcher, stats_and_top_dispatch) {
 
 Test(launcher, missing_tool_is_reported) {
   check_failure("", (struct failure){"plot x", 127, "cudapool: cudapool-plot not found"});
+}
+
+/* Whether [list, end) holds `flag` as a whole word. */
+static bool lists_flag(const char *list, const char *end, const char *flag) {
+  size_t n = strlen(flag);
+  for (const char *p = strstr(list, flag); p != NULL && p < end; p = strstr(p + 1, flag))
+    if (p[-1] != '-' && (p[n] == ' ' || p[n] == '\n' || p[n] == ')')) return true;
+  return false;
+}
+
+/* Drift between the launcher's flags, its --help, the option table and
+ * cudapool-stats: every flag the launcher takes (its `flags=(...)` list) is
+ * described in --help and no --help line describes another; every option
+ * of the table is named in --help; every flag cudapool-stats --help offers
+ * is in the launcher's usage of `stats`/`top` (its --top being `top`). */
+Test(launcher, help_matches_the_flags_the_table_and_cudapool_stats) {
+  static char script[65536], help[16384], stats_help[8192];
+  FILE *f = fopen("scripts/cudapool", "r");
+  cr_assert(ne(ptr, f, NULL), "run from the repository root");
+  script[fread(script, 1, sizeof script - 1, f)] = '\0';
+  fclose(f);
+  char cmd[PATH_MAX + 64];
+  cr_assert(eq(int, run(CLEAN_ENV "scripts/cudapool --help", help, sizeof help), 0));
+  const char *list = strstr(script, "\nflags=(");
+  cr_assert(ne(ptr, (void *)list, NULL), "scripts/cudapool has no flags=(...) list");
+  const char *end = strchr(list, ')');
+  size_t nflags = 0;
+  for (const char *p = strstr(list, "--"); p != NULL && p < end; p = strstr(p + 2, "--")) {
+    char flag[40], line[48];
+    cr_assert(eq(int, sscanf(p, "%39[-a-z]", flag), 1));
+    snprintf(line, sizeof line, "\n  %s", flag);
+    bool described = strstr(help, line) != NULL || (strcmp(flag, "--help") == 0 && strstr(help, "-h, --help"));
+    cr_expect(described, "--help describes no %s", flag);
+    nflags++;
+    p += strlen(flag) - 2;
+  }
+  cr_assert(gt(sz, nflags, 10));
+  for (const char *p = strstr(help, "\n  --"); p != NULL; p = strstr(p + 1, "\n  --")) {
+    char flag[40];
+    cr_assert(eq(int, sscanf(p + 3, "%39[-a-z]", flag), 1));
+    cr_expect(lists_flag(list, end + 1, flag), "--help describes %s, which flags=(...) lacks", flag);
+  }
+  for (size_t i = 0; i < cp_option_count(); i++)
+    cr_expect(ne(ptr, strstr(help, cp_option_name(i)), NULL), "--help never names %s", cp_option_name(i));
+  const char *build = getenv("CUDAPOOL_TEST_BUILD");
+  fmt(cmd, sizeof cmd, "'%s/cudapool-stats' --help", build != NULL && *build ? build : "build");
+  cr_assert(eq(int, run(cmd, stats_help, sizeof stats_help), 0));
+  const char *usage_end = strstr(help, "\n\n");
+  for (const char *p = strstr(stats_help, "--"); p != NULL; p = strstr(p + 2, "--")) {
+    char flag[40];
+    /* --top is the launcher's `top` */
+    if (sscanf(p, "%39[-a-z]", flag) != 1 || strlen(flag) < 3 || strcmp(flag, "--top") == 0) continue;
+    const char *in_help = strstr(help, flag);
+    cr_expect(in_help != NULL && in_help < usage_end, "cudapool's usage lines lack cudapool-stats' %s", flag);
+  }
 }

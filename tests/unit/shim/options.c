@@ -703,3 +703,58 @@ Test(docs, options_md_names_every_option) {
     cr_assert(ne(ptr, strstr(text, heading), NULL), "docs/OPTIONS.md lacks %s", heading);
   }
 }
+
+/* The section of docs/OPTIONS.md that starts at "### `NAME`", up to the next
+ * "### " heading; NULL if there is none. Cuts text at the section's end. */
+static char *options_md_section(char *text, const char *name) {
+  char heading[80];
+  snprintf(heading, sizeof heading, "### `%s`", name);
+  char *at = strstr(text, heading);
+  if (at == NULL) return NULL;
+  char *end = strstr(at + strlen(heading), "\n### ");
+  if (end != NULL) *end = '\0';
+  return at;
+}
+
+static void read_options_md(char *text, size_t cap) {
+  FILE *f = fopen("docs/OPTIONS.md", "r");
+  cr_assert(ne(ptr, f, NULL), "run from the repository root");
+  size_t n = fread(text, 1, cap - 1, f);
+  cr_assert(lt(sz, n, cap - 1), "docs/OPTIONS.md outgrew this test's buffer");
+  text[n] = '\0';
+  fclose(f);
+}
+
+/* Drift between the table and the page: each option's section states, as
+ * its first `**Default:**`, exactly the value the table's default formats
+ * to; every `### \`CUDAPOOL_...\`` heading is an option of the table. */
+Test(docs, options_md_defaults_are_the_tables) {
+  cp_options_t o;
+  cp_options_load(&o, fake_get, NULL);
+  static char text[131072], section[131072];
+  read_options_md(text, sizeof text);
+  for (size_t i = 0; i < cp_option_count(); i++) {
+    memcpy(section, text, sizeof text);
+    char *s = options_md_section(section, cp_option_name(i));
+    cr_assert(ne(ptr, s, NULL), "docs/OPTIONS.md has no ### `%s` section", cp_option_name(i));
+    char *d = strstr(s, "**Default:**");
+    cr_assert(ne(ptr, d, NULL), "the %s section states no **Default:**", cp_option_name(i));
+    d += strlen("**Default:**");
+    while (*d == ' ' || *d == '\n') d++;
+    char want[256], got[256];
+    cr_assert(eq(int, cp_option_format(&o, i, want, sizeof want), 0));
+    cr_assert(eq(chr, *d, '`'), "the %s section's default is not in backticks", cp_option_name(i));
+    const char *close = strchr(d + 1, '`');
+    cr_assert(ne(ptr, (void *)close, NULL));
+    snprintf(got, sizeof got, "%.*s", (int)(close - d - 1), d + 1);
+    cr_expect(eq(str, got, want), "docs/OPTIONS.md says %s defaults to `%s`, the table to `%s`",
+              cp_option_name(i), got, want);
+  }
+  for (const char *h = strstr(text, "### `CUDAPOOL_"); h != NULL; h = strstr(h + 1, "### `CUDAPOOL_")) {
+    char name[80];
+    cr_assert(eq(int, sscanf(h, "### `%79[A-Z_]`", name), 1));
+    bool known = false;
+    for (size_t i = 0; i < cp_option_count(); i++) known = known || strcmp(name, cp_option_name(i)) == 0;
+    cr_expect(known, "docs/OPTIONS.md documents %s, which the option table lacks", name);
+  }
+}
