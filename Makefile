@@ -105,6 +105,7 @@ include mk/common.mk
 -include mk/gpu.mk
 -include mk/fuzz.mk
 -include mk/python.mk
+-include mk/docblocks.mk
 # Last: it installs what the others built.
 include mk/install.mk
 
