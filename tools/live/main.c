@@ -3,9 +3,12 @@
  *
  *   cudapool-stats PID [--json] [--timeout SEC]
  *   cudapool-stats --top [--interval SEC] [--iterations N] [--timeout SEC]
+ *   cudapool-stats [PID] --prometheus [--timeout SEC]
  *
  * Owns the command line and the output: the exit report's own table and
- * JSON (common/report.c), so the names and the layout are the exit report's.
+ * JSON (common/report.c), so the names and the layout are the exit report's,
+ * followed by the current values (now.c; --top adds the rates between two
+ * refreshes), or the Prometheus text (prometheus.c).
  * Exit status: 0 done; 1 no live stats for that process (the message says
  * why); 2 a usage error; 3 the process did not answer in time (stopped, or
  * busy in a long allocation): its last answer was printed. `--top` removes
@@ -25,6 +28,8 @@
 #include <unistd.h>
 
 #include "live_read.h"
+#include "now.h"
+#include "prometheus.h"
 #include "report.h"
 
 #define PROG "cudapool-stats"
@@ -33,11 +38,14 @@
 static const char usage[] =
     "usage: " PROG " PID [--json] [--timeout SEC]\n"
     "       " PROG " --top [--interval SEC] [--iterations N] [--timeout SEC]\n"
+    "       " PROG " [PID] --prometheus [--timeout SEC]\n"
     "Prints the pool counters of a running process under cudapool, as its exit report\n"
     "would at this moment, without stopping it (--top: every such process of this user,\n"
     "refreshed). The process publishes them through /dev/shm when asked (CUDAPOOL_LIVE=1,\n"
     "the default).\n"
     "  --json            the exit report's JSON instead of its table\n"
+    "  --prometheus      Prometheus text (what node_exporter's textfile collector\n"
+    "                    reads) of PID, or of every process of this user\n"
     "  --timeout SEC     how long to wait for the process to answer (default 2)\n"
     "  --top             every process, again every --interval SEC (default 1)\n"
     "  --iterations N    stop after N refreshes (default: until interrupted)\n"
@@ -46,7 +54,7 @@ static const char usage[] =
 
 typedef struct cli {
   long pid;
-  bool json, top;
+  bool json, top, prometheus;
   double timeout, interval;
   long iterations;
 } cli_t;
@@ -71,6 +79,7 @@ static int parse(int argc, char **argv, cli_t *c) {
   static const struct option lo[] = {
       {"json", no_argument, NULL, 'j'},
       {"top", no_argument, NULL, 't'},
+      {"prometheus", no_argument, NULL, 'p'},
       {"timeout", required_argument, NULL, 'T'},
       {"interval", required_argument, NULL, 'i'},
       {"iterations", required_argument, NULL, 'n'},
@@ -86,6 +95,7 @@ static int parse(int argc, char **argv, cli_t *c) {
       case 'h': fputs(usage, stdout); exit(0);
       case 'j': c->json = true; break;
       case 't': c->top = true; break;
+      case 'p': c->prometheus = true; break;
       case 'T':
       case 'i':
         if (!seconds(optarg, o == 'T' ? &c->timeout : &c->interval))
@@ -111,7 +121,9 @@ static int parse(int argc, char **argv, cli_t *c) {
     if (*end || end == argv[i] || errno == ERANGE || c->pid <= 0 || c->pid > INT_MAX)
       return usage_error("'%s' is not a process id", argv[i]);
   }
-  if (!c->top && c->pid < 0) return usage_error("%s", "no process id given");
+  if (c->prometheus && (c->top || c->json))
+    return usage_error("%s", "--prometheus is its own output: not with --top or --json");
+  if (!c->top && !c->prometheus && c->pid < 0) return usage_error("%s", "no process id given");
   if (c->top && c->json) return usage_error("%s", "--json is for one process, not --top");
   return 0;
 }
@@ -133,13 +145,17 @@ static void escape(const char *in, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-static void print(const lr_snapshot_t *s, bool json) {
+/* The report of s; in text, the current values after it (rates too when
+ * prev, an earlier answer of the same process, is given). */
+static void print(const lr_snapshot_t *s, bool json, const lr_snapshot_t *prev) {
   char header[4 * sizeof s->header + 1];
   escape(s->header, header, sizeof header);
-  if (json)
+  if (json) {
     cp_report_json(stdout, s->devices, s->ndevices);
-  else
+  } else {
     cp_report_text(stdout, s->devices, s->ndevices, header);
+    lv_print_now(stdout, s, prev);
+  }
 }
 
 /* Seconds since the last answer; 0 for one stamped later than now (a clock
@@ -177,19 +193,23 @@ static int one(const cli_t *c) {
   bool answered = lr_wait(&p, deadline(c->timeout));
   lr_copy(&p, &snap);
   lr_close(&p);
-  print(&snap, c->json);
+  if (c->prometheus) {
+    const lr_snapshot_t *one_snap = &snap;
+    lv_prometheus(stdout, &c->pid, &one_snap, 1);
+  } else {
+    print(&snap, c->json, NULL);
+  }
   if (answered) return 0;
   fprintf(stderr, PROG ": process %ld did not answer within %g s (stopped?): its last answer, %.1f s old\n",
           c->pid, c->timeout, age_s(&snap));
   return 3;
 }
 
-/* Every segment of this user, once. */
-static void refresh(const cli_t *c, bool clear) {
+/* Every segment of this user, once: asked together, then waited for. */
+static size_t gather(const cli_t *c, long *pids, lr_snapshot_t *snaps) {
   char pattern[128];
   snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.*", (unsigned long)geteuid());
   static lr_proc_t procs[MAX_PROCS];
-  static lr_snapshot_t snap;
   glob_t g;
   size_t n = 0;
   if (glob(pattern, 0, NULL, &g) == 0) {
@@ -205,23 +225,53 @@ static void refresh(const cli_t *c, bool clear) {
     globfree(&g);
   }
   uint64_t until = deadline(c->timeout);
+  for (size_t i = 0; i < n; i++) {
+    bool answered = lr_wait(&procs[i], until);
+    lr_copy(&procs[i], &snaps[i]);
+    pids[i] = procs[i].pid;
+    if (!answered) {
+      size_t len = strlen(snaps[i].header);
+      snprintf(snaps[i].header + len, sizeof snaps[i].header - len, " (not answering: %.0f s old)",
+               age_s(&snaps[i]));
+    }
+    lr_close(&procs[i]);
+  }
+  return n;
+}
+
+static long pids[MAX_PROCS], prev_pids[MAX_PROCS];
+static lr_snapshot_t snaps[MAX_PROCS], prev_snaps[MAX_PROCS];
+static size_t prev_n;
+
+/* One refresh of --top: every process's report and current values, with
+ * the rates since the previous refresh for those seen then. */
+static void refresh(const cli_t *c, bool clear) {
+  size_t n = gather(c, pids, snaps);
   if (clear) fputs("\033[H\033[2J", stdout);
   time_t now = time(NULL);
   char when[32];
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
   printf("cudapool top: %zu process%s at %s (every %g s)\n", n, n == 1 ? "" : "es", when, c->interval);
   for (size_t i = 0; i < n; i++) {
-    bool answered = lr_wait(&procs[i], until);
-    lr_copy(&procs[i], &snap);
-    if (!answered) {
-      size_t len = strlen(snap.header);
-      snprintf(snap.header + len, sizeof snap.header - len, " (not answering: %.0f s old)", age_s(&snap));
-    }
+    const lr_snapshot_t *prev = NULL;
+    for (size_t k = 0; k < prev_n && prev == NULL; k++)
+      if (prev_pids[k] == pids[i]) prev = &prev_snaps[k];
     fputc('\n', stdout);
-    print(&snap, false);
-    lr_close(&procs[i]);
+    print(&snaps[i], false, prev);
   }
   fflush(stdout);
+  memcpy(prev_pids, pids, n * sizeof pids[0]);
+  memcpy(prev_snaps, snaps, n * sizeof snaps[0]);
+  prev_n = n;
+}
+
+/* --prometheus without a PID: every process of this user, once. */
+static int prometheus_all(const cli_t *c) {
+  size_t n = gather(c, pids, snaps);
+  static const lr_snapshot_t *views[MAX_PROCS];
+  for (size_t i = 0; i < n; i++) views[i] = &snaps[i];
+  lv_prometheus(stdout, pids, views, n);
+  return 0;
 }
 
 static int top(const cli_t *c) {
@@ -242,5 +292,6 @@ int main(int argc, char **argv) {
   cli_t c;
   int rc = parse(argc, argv, &c);
   if (rc != 0) return rc;
+  if (c.prometheus && c.pid < 0) return prometheus_all(&c);
   return c.top ? top(&c) : one(&c);
 }

@@ -94,7 +94,14 @@ static char *without_end_only(const char *report, bool json) {
   return out;
 }
 
-/* must: a piece of the exit report that says the sequence was counted. */
+/* The current values `cudapool stats PID` prints after the table, at the
+ * program's quiescent point (tests/programs/runtime/live.c): 1 MiB and 512
+ * bytes live; the 5 MiB freed last still pending in its 20 MiB segment. */
+#define NOW_LINE \
+  "cudapool: now   dev 0: allocated 1.00 MiB in 2 blocks, reserved 22.00 MiB, cached 21.00 MiB (pending 20.00 MiB)\n"
+
+/* must: a piece of the exit report that says the sequence was counted. The
+ * live table is the exit report's followed by NOW_LINE. */
 static void equal_to_the_exit_report(const char *format, const char *live_name, const char *exit_name,
                                      const char *must) {
   char stats[128], fmt[64];
@@ -103,14 +110,16 @@ static void equal_to_the_exit_report(const char *format, const char *live_name, 
   it_result s, f1, f2;
   run_live(&s, IT_SHIM, (const char *const[]){stats, fmt, NULL}, NULL);
   cr_assert(eq(int, s.status, 0), "%s", s.err);
-  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=0 json=0 top=0 file=600"), "%s", s.err);
+  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=0 json=0 top=0 prom=0 file=600"), "%s", s.err);
   memset(&f1, 0, sizeof f1);
   memset(&f2, 0, sizeof f2);
   const char *exit_report = contents(&f1, exit_name);
   cr_assert(ne(ptr, (void *)strstr(exit_report, must), NULL), "%s", exit_report);
-  char *expected = without_end_only(exit_report, strcmp(format, "json") == 0);
+  bool json = strcmp(format, "json") == 0;
+  char *table = without_end_only(exit_report, json), expected[8192];
+  snprintf(expected, sizeof expected, "%s%s", table, json ? "" : NOW_LINE);
   cr_assert(eq(str, (char *)contents(&f2, live_name), expected));
-  free(expected);
+  free(table);
   char path[128];
   shm_path(path, sizeof path, s.pid);
   cr_assert(ne(int, access(path, F_OK), 0), "%s was left behind", path);
@@ -123,6 +132,37 @@ Test(live, json_while_running_equals_the_exit_report) {
   equal_to_the_exit_report("json", "live.json", "exit.json", "\"hits\":2,\"misses\":2,");
 }
 
+/* --prometheus: every metric's HELP and TYPE lines, then its sample of the
+ * one process, labelled; exact values at the quiescent point. */
+Test(live, prometheus_text_carries_every_counter_with_exact_values) {
+  it_result s, f;
+  run_live(&s, IT_SHIM, NULL, NULL);
+  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=0 json=0 top=0 prom=0 file=600"), "%s", s.err);
+  memset(&f, 0, sizeof f);
+  const char *prom = contents(&f, "prom.txt");
+  char want[256];
+  static const char *const samples[][2] = {
+      {"allocated_bytes", "1049088"},    {"allocated_bytes_peak", "6291968"}, {"allocated_blocks", "2"},
+      {"reserved_bytes", "23068672"},    {"hits_total", "2"},                 {"misses_total", "2"},
+      {"num_alloc_total", "4"},          {"num_free_total", "2"},             {"segments", "2"},
+  };
+  for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+    snprintf(want, sizeof want, "\ncudapool_%s{pid=\"%ld\",device=\"0\"} %s\n", samples[i][0], (long)s.pid,
+             samples[i][1]);
+    cr_expect(ne(ptr, (void *)strstr(prom, want), NULL), "no %s in:\n%s", want + 1, prom);
+  }
+  cr_assert(eq(int, strncmp(prom, "# HELP cudapool_allocated_bytes bytes in blocks handed to the program", 68), 0),
+            "%s", prom);
+  cr_assert(ne(ptr, (void *)strstr(prom, "\n# TYPE cudapool_hits_total counter\n"), NULL), "%s", prom);
+  cr_assert(ne(ptr, (void *)strstr(prom, "\n# TYPE cudapool_reserved_bytes gauge\n"), NULL), "%s", prom);
+  /* 8 gauges (current and peak), 15 counters, 3 snapshot values: a HELP,
+   * a TYPE and one sample each. */
+  cr_assert(eq(int, it_count_lines(prom, "# HELP "), 2 * 8 + 15 + 3), "%s", prom);
+  cr_assert(eq(int, it_count_lines(prom, "{pid="), 2 * 8 + 15 + 3), "%s", prom);
+  it_free(&f);
+  it_free(&s);
+}
+
 Test(live, table_while_running_equals_the_exit_report_and_top_shows_it) {
   equal_to_the_exit_report("text", "live.txt", "exit.txt", " 2           2     50.0% ");
   it_result f1, f2;
@@ -132,6 +172,18 @@ Test(live, table_while_running_equals_the_exit_report_and_top_shows_it) {
   char *table = without_end_only(contents(&f2, "exit.txt"), false);
   cr_assert(eq(int, strncmp(top, "cudapool top: ", 14), 0), "%s", top);
   cr_assert(ne(ptr, (void *)strstr(top, table), NULL), "--- top\n%s--- exit report\n%s", top, table);
+  /* Two refreshes: the first without rates, the second with them, all zero
+   * (the program is waiting for its readers). */
+  const char *second = strstr(top + 1, "cudapool top: ");
+  cr_assert(ne(ptr, (void *)second, NULL), "%s", top);
+  cr_assert(eq(ptr, (void *)strstr(top, "cudapool: rates"), (void *)strstr(second, "cudapool: rates")), "%s", top);
+  const char *rates = strstr(second, "cudapool: rates dev 0 over ");
+  cr_assert(ne(ptr, (void *)rates, NULL), "%s", top);
+  const char *zero = " s: 0 allocs/s, 0 frees/s, 0 driver allocs/s, reserved +0 B/s\n";
+  cr_assert(ne(ptr, (void *)strstr(rates, zero), NULL), "%s", top);
+  int nows = 0;
+  for (const char *at = strstr(top, NOW_LINE); at != NULL; at = strstr(at + 1, NOW_LINE)) nows++;
+  cr_assert(eq(int, nows, 2), "%s", top);
   free(table);
   it_free(&f1);
   it_free(&f2);
@@ -140,11 +192,11 @@ Test(live, table_while_running_equals_the_exit_report_and_top_shows_it) {
 Test(live, none_natively_nor_with_CUDAPOOL_LIVE_0) {
   it_result n, s;
   run_live(&n, IT_NATIVE, NULL, NULL);
-  cr_assert(eq(str, (char *)it_line(&n, "info"), "info: text=1 json=1 top=0 file=none"));
+  cr_assert(eq(str, (char *)it_line(&n, "info"), "info: text=1 json=1 top=0 prom=1 file=none"));
   run_live(&s, IT_SHIM, (const char *const[]){"CUDAPOOL_LIVE=0", NULL}, NULL);
-  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=1 json=1 top=0 file=none"));
+  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: text=1 json=1 top=0 prom=1 file=none"));
   /* The readers' messages, on the program's stderr. */
-  cr_assert(eq(int, it_count_lines(s.err, "has no live stats"), 2), "%s", s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "has no live stats"), 3), "%s", s.err);
   it_free(&n);
   it_free(&s);
 }

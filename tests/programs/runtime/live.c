@@ -5,9 +5,10 @@
  * makes an exact sequence (a 1 MiB pair, then 1 MiB, 512 bytes and 5 MiB
  * allocated and the 5 MiB freed: 2 hits, 2 misses, two blocks live), then,
  * with nothing allocated after that, runs READER on its own pid three
- * times, writing DIR/live.txt (the table), DIR/live.json (--json) and
- * DIR/top.txt (--top --iterations 1), and exits. Prints
- *   info: text=RC json=RC top=RC file=MODE
+ * times, writing DIR/live.txt (the table), DIR/live.json (--json),
+ * DIR/top.txt (--top, two refreshes 0.1 s apart: the second has rates) and
+ * DIR/prom.txt (--prometheus), and exits. Prints
+ *   info: text=RC json=RC top=RC prom=RC file=MODE
  * the readers' exit statuses and the permission bits of its live stats file
  * (none: no file), and "live: errors=N" (the CUDA calls that failed).
  * kill9 / term: instead of reading, end by SIGKILL (which leaves the file
@@ -65,13 +66,17 @@ int main(int argc, char **argv) {
   int text = reader((const char *const[]){argv[1], pid, "--timeout", "120", NULL}, argv[2], "live.txt");
   int json =
       reader((const char *const[]){argv[1], pid, "--json", "--timeout", "120", NULL}, argv[2], "live.json");
-  int top = reader((const char *const[]){argv[1], "--top", "--iterations", "1", "--timeout", "120", NULL},
+  int top = reader((const char *const[]){argv[1], "--top", "--iterations", "2", "--interval", "0.1", "--timeout",
+                                         "120", NULL},
                    argv[2], "top.txt");
+  int prom = reader((const char *const[]){argv[1], pid, "--prometheus", "--timeout", "120", NULL}, argv[2],
+                    "prom.txt");
   snprintf(file, sizeof file, "/dev/shm/cudapool.%lu.%ld", (unsigned long)geteuid(), (long)getpid());
   struct stat st;
   if (lstat(file, &st) == 0)
-    printf("info: text=%d json=%d top=%d file=%03o\n", text, json, top, (unsigned)(st.st_mode & 07777));
+    printf("info: text=%d json=%d top=%d prom=%d file=%03o\n", text, json, top, prom,
+           (unsigned)(st.st_mode & 07777));
   else
-    printf("info: text=%d json=%d top=%d file=none\n", text, json, top);
+    printf("info: text=%d json=%d top=%d prom=%d file=none\n", text, json, top, prom);
   return 0;
 }

@@ -1,0 +1,56 @@
+/* prometheus.c: the counters as Prometheus text (prometheus.h). The metric
+ * list is include/cudapool.h's X-macros, so a counter added there is
+ * exported with no change here: gauge NAME gives cudapool_NAME (current)
+ * and cudapool_NAME_peak, counter NAME gives cudapool_NAME_total (a counter,
+ * the suffix Prometheus expects), snapshot NAME gives cudapool_NAME. The
+ * format wants each metric's samples right after its HELP/TYPE lines, so
+ * the output goes metric by metric over all processes. Label values are
+ * numbers: no escaping is needed. */
+#include "prometheus.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+
+typedef enum { GAUGE_NOW, GAUGE_PEAK, COUNTER, SNAPSHOT } kind_t;
+
+typedef struct metric {
+  const char *name, *help;
+  kind_t kind;
+  size_t offset; /* in cudapool_stats_t */
+} metric_t;
+
+static const metric_t metrics[] = {
+#define GAUGE(n, d)                                                                   \
+  {#n, d, GAUGE_NOW, offsetof(cudapool_stats_t, n)},                                  \
+      {#n "_peak", d " (peak since start or reset)", GAUGE_PEAK, offsetof(cudapool_stats_t, n)},
+#define COUNT(n, d) {#n "_total", d, COUNTER, offsetof(cudapool_stats_t, n)},
+#define SNAP(n, d) {#n, d, SNAPSHOT, offsetof(cudapool_stats_t, n)},
+    CUDAPOOL_GAUGES(GAUGE) CUDAPOOL_COUNTERS(COUNT) CUDAPOOL_SNAPSHOT(SNAP)
+#undef GAUGE
+#undef COUNT
+#undef SNAP
+};
+
+static int64_t value_of(const metric_t *m, const cudapool_stats_t *d) {
+  const char *base = (const char *)d + m->offset;
+  cudapool_gauge_t g;
+  uint64_t v;
+  switch (m->kind) {
+    case GAUGE_NOW: memcpy(&g, base, sizeof g); return g.current;
+    case GAUGE_PEAK: memcpy(&g, base, sizeof g); return g.peak;
+    default: memcpy(&v, base, sizeof v); return (int64_t)v;
+  }
+}
+
+void lv_prometheus(FILE *out, const long *pids, const lr_snapshot_t *const *snaps, size_t n) {
+  for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
+    const metric_t *m = &metrics[i];
+    fprintf(out, "# HELP cudapool_%s %s\n# TYPE cudapool_%s %s\n", m->name, m->help, m->name,
+            m->kind == COUNTER ? "counter" : "gauge");
+    for (size_t p = 0; p < n; p++)
+      for (int d = 0; d < snaps[p]->ndevices; d++)
+        fprintf(out, "cudapool_%s{pid=\"%ld\",device=\"%d\"} %" PRId64 "\n", m->name, pids[p],
+                snaps[p]->devices[d].device, value_of(m, &snaps[p]->devices[d]));
+  }
+}
