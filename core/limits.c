@@ -16,9 +16,14 @@
 
 /* ---- the budget: bytes reserved by every arena ---------------------------------- */
 
+/* The limit as cp_set_limit last stored it: read without the lock by
+ * cp_over_limit (tcache.c's slow path asks after unlocking), so both sides
+ * access it atomically (relaxed: a limit one call late is a limit). */
+static size_t limit_of(const cp_pool_t *pool) { return __atomic_load_n(&pool->cfg.limit, __ATOMIC_RELAXED); }
+
 bool cp_budget_claim(cp_pool_t *pool, size_t bytes) {
   cp_device_pool_t *sh = pool->devpool;
-  size_t limit = pool->cfg.limit;
+  size_t limit = limit_of(pool);
   size_t now = atomic_load_explicit(&sh->reserved, memory_order_relaxed);
   do {
     if (limit != CP_NO_LIMIT && (bytes > limit || now > limit - bytes)) return false;
@@ -82,7 +87,7 @@ static int64_t allocated_everywhere(cp_pool_t *pool, unsigned n) {
 /* Every arena's allocated bytes: with one pool, its own; with arenas, the
  * shared sum while even its largest error leaves room, else the exact one. */
 bool cp_over_limit_rounded(cp_pool_t *pool, size_t rsize) {
-  size_t limit = pool->cfg.limit;
+  size_t limit = limit_of(pool);
   if (limit == CP_NO_LIMIT) return false;
   if (rsize > limit) return true;
   unsigned n = cp_arena_count(pool);
@@ -171,7 +176,7 @@ void cp_set_limit(cp_pool_t *main, size_t limit) {
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);
     cp_tcaches_flush_all(pool);
-    pool->cfg.limit = limit ? limit : CP_NO_LIMIT;
+    __atomic_store_n(&pool->cfg.limit, limit ? limit : CP_NO_LIMIT, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&pool->lock);
   }
   if (limit && cp_budget_reserved(main) > limit) cp_empty_cache(main);
