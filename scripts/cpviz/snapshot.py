@@ -41,9 +41,11 @@ class _Checker:
     def addr(self, obj, path):
         v = self.get(obj, "address", str, path)
         try:
-            return int(v, 16)
+            if v[:2].lower() == "0x":
+                return int(v, 16)
         except ValueError:
-            self.fail(path + ".address", "expected a hex address like \"0x7f0000000000\", got %r" % v[:40])
+            pass
+        self.fail(path + ".address", "expected a hex address like \"0x7f0000000000\", got %r" % v[:40])
 
 
 def _tuple(t):
