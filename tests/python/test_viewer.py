@@ -116,10 +116,12 @@ class View(Files):
     def test_page_data_holds_the_trace_exactly(self):
         d = self.data(self.page(self.write("t.csv", TRACE)))
         self.assertEqual(d["kind"], "trace")
-        self.assertEqual(d["events"]["t"], [0, 1000000, 2000000, 4000000, 5000000, 6000000])
+        self.assertEqual(d["events"]["dt"], [0, 1000000, 1000000, 2000000, 1000000, 1000000])
+        self.assertEqual(d["blocks"]["addr"], [0x1000000, 0x100000, 0x200000])
         self.assertEqual(d["blocks"]["size"], [1048576, 2097152, 65536])
-        self.assertEqual(d["blocks"]["a"], [1, 2, 4])
-        self.assertEqual(d["blocks"]["f"], [3, 5, 6])
+        self.assertEqual((d["blocks"]["req"], d["blocks"]["state"]), (None, None))
+        self.assertEqual(d["blocks"]["a"], [1, 1, 2])
+        self.assertEqual(d["blocks"]["life"], [2, 3, 2])
         self.assertEqual(d["segments"], {"addr": [0x1000000], "size": [4194304], "a": [0], "f": [6]})
         self.assertEqual(d["series"], ["unknown site, 1 - 16 MiB", "unknown site, 64 KiB - 1 MiB"])
         self.assertEqual(d["peak"], 2)
@@ -172,6 +174,7 @@ class View(Files):
         d = self.data(self.page(src))
         self.assertEqual(d["kind"], "snapshot")
         self.assertEqual(d["blocks"]["state"], [0, 0, 1])
+        self.assertEqual(d["blocks"]["req"], [2000000, 1000, 1048576])
         self.assertEqual(d["sites"][0]["frames"], ["train.py:41:forward", "alloc+22 (libtorch.so) 0x4011d6"])
 
 
