@@ -21,8 +21,8 @@ def overview(rec, bins=BINS):
     bin_of_last = -1
     best = -1
     size, bser, ssize = rec.b_size, rec.b_series, rec.s_size
-    for i in range(n):
-        k, ref = rec.ev_kind[i], rec.ev_ref[i]
+    ev_t, last_bin = rec.ev_t, bins - 1
+    for i, (k, ref) in enumerate(zip(rec.ev_kind, rec.ev_ref)):
         if k == ALLOC:
             cur[bser[ref]] += size[ref]
             total += size[ref]
@@ -33,10 +33,12 @@ def overview(rec, bins=BINS):
             reserved += ssize[ref]
         elif k == SEG_FREE:
             reserved -= ssize[ref]
-        b = min(rec.ev_t[i] * bins // span, bins - 1)
+        b = ev_t[i] * bins // span
+        if b > last_bin:
+            b = last_bin
         if b != bin_of_last:
             bin_of_last = b
-            out_t.append(rec.ev_t[i])
+            out_t.append(ev_t[i])
             out_i.append(i)
             out_s.append(list(cur))
             out_r.append(reserved)
@@ -44,7 +46,7 @@ def overview(rec, bins=BINS):
         else:
             if total > best:
                 best = total
-                out_t[-1], out_i[-1], out_s[-1] = rec.ev_t[i], i, list(cur)
+                out_t[-1], out_i[-1], out_s[-1] = ev_t[i], i, list(cur)
             if reserved > out_r[-1]:
                 out_r[-1] = reserved
     # Columns per series: the page stacks them without transposing.

@@ -29,8 +29,7 @@ def looks_like_trace(first_line):
 
 
 def _hex(text):
-    text = text.strip()
-    if text in ("(nil)", "0", ""):
+    if text == "(nil)" or not text.strip():
         return 0
     return int(text, 16)
 
@@ -78,7 +77,9 @@ def read(name, lines):
             raise InputError("%s:%d: bad trace line (negative Size): %.80r" % (name, n, line))
         site = f[6].strip() if has_site and len(f) > 6 else ""
         rows.append((t, n, kind if kind is not None else -1, ptr, size, stream, site))
-    rows.sort(key=lambda r: (r[0], r[1]))
+    # Usually in order already (one thread); a stable sort by time keeps it.
+    if any(rows[k][0] > rows[k + 1][0] for k in range(len(rows) - 1)):
+        rows.sort(key=lambda r: r[0])
     return _build(name, rows)
 
 
