@@ -194,7 +194,7 @@
         const b = L.blocks[bi++];
         if (B.addr[b] < addr) continue;
         if (B.addr[b] > cursor) noteHole(holes, B.addr[b] - cursor);
-        paint(off + B.addr[b] - addr, B.size[b], B.state[b] === 1 ? "#ff7f0e" : color(B.series[b]));
+        paint(off + B.addr[b] - addr, B.size[b], B.state[b] === 1 ? "#555555" : color(B.series[b]));
         cursor = Math.max(cursor, B.addr[b] + B.size[b]);
       }
       if (D.hasSegments && addr + size > cursor) noteHole(holes, addr + size - cursor);

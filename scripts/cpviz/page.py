@@ -95,7 +95,7 @@ blocks. Showing <span id="range"></span>.</p>
 </div>
 <p id="moment"></p>
 <p class="hint">Segment map at that moment: segments end to end in address order, blocks coloured by call site
-(orange: freed, device work pending), light grey: free holes.</p>
+(dark grey: freed, device work pending), light grey: free holes.</p>
 <canvas id="segmap" width="1200" height="240"></canvas>
 <table><thead><tr><th>address</th><th>size</th><th>requested</th><th>state</th><th>stream</th>
 <th>call site</th></tr></thead><tbody id="blockrows"></tbody></table>
