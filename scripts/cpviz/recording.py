@@ -86,7 +86,7 @@ class Recording:
         for b, s in enumerate(self.b_site):
             total[s] = total.get(s, 0) + self.b_size[b]
         order = sorted(total, key=lambda s: (-held.get(s, 0), -total[s], s))
-        chosen = order[:MAX_SERIES] if len(order) <= MAX_SERIES + 1 else order[:MAX_SERIES]
+        chosen = order[:MAX_SERIES]
         index = {s: k for k, s in enumerate(chosen)}
         self.series = [self.sites[s]["label"] for s in chosen]
         other = len(chosen)

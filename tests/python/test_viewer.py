@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 LAUNCHER = os.path.join(ROOT, "scripts", "cudapool")
@@ -153,6 +154,22 @@ class View(Files):
         with gzip.open(src, "wt") as f:
             f.write(TRACE)
         rc, out, _ = run("view", src, "--at", "0.0025")
+        self.assertEqual(out.splitlines()[0],
+                         "moment 2 at 0.002000000 s: allocated 3145728, reserved 4194304, live blocks 2")
+
+    def test_gzip_cut_short_uses_the_lines_before_the_cut(self):
+        # As a kill -9 leaves it: sync-flushed chunks, no gzip trailer.
+        c = zlib.compressobj(1, zlib.DEFLATED, 31)
+        data = c.compress(TRACE.encode()) + c.flush(zlib.Z_SYNC_FLUSH)
+        more = "".join("1,11.%09d,allocate,0x%x,4096,(nil)\n" % (k, 0x8000000 + k * 4096) for k in range(3000))
+        data += c.compress(more.encode()) + c.flush(zlib.Z_SYNC_FLUSH)
+        src = self.path("cut.csv.gz")
+        with open(src, "wb") as f:
+            f.write(data[:len(data) - 3000])
+        rc, out, err = run("view", src, "--at", "0.0025")
+        self.assertEqual(rc, 0)
+        self.assertEqual(err, "cudapool view: %s: bad gzip data (Compressed file ended before the end-of-stream "
+                              "marker was reached): the lines before it are used\n" % src)
         self.assertEqual(out.splitlines()[0],
                          "moment 2 at 0.002000000 s: allocated 3145728, reserved 4194304, live blocks 2")
 
