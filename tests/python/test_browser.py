@@ -167,6 +167,12 @@ class Browser(unittest.TestCase):
         self.assert_nothing_left_the_file()
         self.assertTrue(self.driver.save_screenshot(os.path.join(ARTIFACTS, "viewer.png")))
 
+    def test_trace_without_segments(self):
+        self.open_page("nosegs.csv", TRACE.replace("1,10.000000000,segment_alloc,0x1000000,4194304,(nil)\n", ""))
+        self.assertGreater(self.inked("timeline"), 1000)
+        m = self.moment()
+        self.assertEqual((m["allocated"], len(m["rows"])), (3145728, 2))
+
     def test_snapshot_page(self):
         self.open_page("snap.json", json.dumps(SNAPSHOT))
         m = self.moment()

@@ -149,6 +149,13 @@ class View(Files):
                               "  0x1100000 2097152 allocated site B\n"
                               "  0x1000000 1048576 allocated site A\n")
 
+    def test_trace_without_segments_has_no_reserved(self):
+        trace = TRACE.replace("1,10.000000000,segment_alloc,0x1000000,4194304,(nil)\n", "")
+        rc, out, _ = run("view", self.write("t.csv", trace), "--at", "0.0015")
+        self.assertEqual(out.splitlines()[0], "moment 1 at 0.001000000 s: allocated 3145728, reserved -, live blocks 2")
+        d = self.data(self.page(self.path("t.csv")))
+        self.assertEqual((d["hasSegments"], d["segments"]["size"]), (False, []))
+
     def test_gzip_trace_reads_as_plain(self):
         src = self.path("t.csv.gz")
         with gzip.open(src, "wt") as f:
