@@ -223,7 +223,7 @@
                        " holes (largest " + fmt(holes.largest) + ")"));
     m.dataset.allocated = alloc; m.dataset.reserved = reserved; m.dataset.blocks = L.blocks.length;
     listBlocks(L.blocks);
-    drawTimeline();
+    if (D.kind === "trace") drawTimeline();
   }
 
   function listBlocks(blocks) {
