@@ -227,6 +227,7 @@ static void launcher_commands_use_real_flags(const char *what, const char *text,
     while (at != NULL && at != buf && at[-1] != ' ' && at[-1] != '/' && at[-1] != '\'')
       at = strstr(at + 1, "cudapool ");
     if (at != NULL && strncmp(at, "cudapool replay", 15) != 0 && strncmp(at, "cudapool plot", 13) != 0 &&
+        strncmp(at, "cudapool view", 13) != 0 && strncmp(at, "cudapool export", 15) != 0 &&
         strstr(buf, "import") == NULL) {
       commands++;
       for (char *tok = strtok(at + 9, " \\"); tok != NULL && strcmp(tok, "--") != 0;
