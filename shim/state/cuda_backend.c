@@ -53,7 +53,7 @@ static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   cp_device_leave(token);
   /* Replay hands the same addresses out: best-fit ties break by address. */
   if (rc == 0 && cp_trace_enabled()) cp_trace_extra(CP_TRACE_SEGMENT_ALLOC, *out, size, 0);
-  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(*out, size);
+  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(dev), *out, size);
   return rc;
 }
 
@@ -69,7 +69,7 @@ static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
  * lie in it whichever pages are mapped. */
 static int cuda_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
   int rc = cp_vmm_reserve(ctx, device, size, out);
-  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(*out, size);
+  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(ctx), *out, size);
   return rc;
 }
 

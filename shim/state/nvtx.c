@@ -17,6 +17,7 @@
 #include "parse.h"
 
 typedef struct heap {
+  int device;
   uintptr_t base;
   size_t size;
   nvtxMemHeapHandle_t handle;
@@ -67,11 +68,11 @@ static void unregister_at(size_t i) {
   n_heaps--;
 }
 
-void cp_nvtx_segment_added(uintptr_t base, size_t size) {
+void cp_nvtx_segment_added(int device, uintptr_t base, size_t size) {
   if (!nvtx_on || size == 0) return;
   pthread_mutex_lock(&heaps_lock);
   size_t i = first_ending_after(base);
-  /* Heaps of a pool dropped by cudaDeviceReset: their memory is gone. */
+  /* Left over from a reset this module missed: that memory is gone. */
   while (i < n_heaps && heaps[i].base < base + size) unregister_at(i);
   if (n_heaps == cap_heaps) {
     size_t cap = cap_heaps ? cap_heaps * 2 : 64;
@@ -96,7 +97,7 @@ void cp_nvtx_segment_added(uintptr_t base, size_t size) {
   };
   nvtxMemHeapHandle_t handle = nvtxMemHeapRegister(domain, &desc);
   memmove(&heaps[i + 1], &heaps[i], (n_heaps - i) * sizeof heaps[0]);
-  heaps[i] = (heap_t){.base = base, .size = size, .handle = handle};
+  heaps[i] = (heap_t){.device = device, .base = base, .size = size, .handle = handle};
   n_heaps++;
   pthread_mutex_unlock(&heaps_lock);
 }
@@ -106,6 +107,14 @@ void cp_nvtx_segment_removed(uintptr_t base) {
   pthread_mutex_lock(&heaps_lock);
   size_t i = first_ending_after(base);
   if (i < n_heaps && heaps[i].base == base) unregister_at(i);
+  pthread_mutex_unlock(&heaps_lock);
+}
+
+void cp_nvtx_device_reset(int device) {
+  if (!nvtx_on) return;
+  pthread_mutex_lock(&heaps_lock);
+  for (size_t i = n_heaps; i-- > 0;)
+    if (heaps[i].device == device) unregister_at(i);
   pthread_mutex_unlock(&heaps_lock);
 }
 

@@ -44,8 +44,10 @@ bool cp_nvtx_on(void);
 void cp_nvtx_prepare(void);
 
 /* The backend's segment hooks (only while on). */
-void cp_nvtx_segment_added(uintptr_t base, size_t size);
+void cp_nvtx_segment_added(int device, uintptr_t base, size_t size);
 void cp_nvtx_segment_removed(uintptr_t base);
+/* The device was reset: every heap of it is gone (a no-op while off). */
+void cp_nvtx_device_reset(int device);
 /* The pool observer's reports (only while on). */
 void cp_nvtx_block_handed_out(uintptr_t addr, size_t requested);
 void cp_nvtx_block_freed(uintptr_t addr);

@@ -19,9 +19,10 @@ typedef struct nvtx_run {
   bool logged;       /* the tool created its log: NVTX reached it */
 } nvtx_run;
 
-/* Runs progs/nvtx under the shim with env (up to 6 settings) plus the log's
+/* Runs progs/PROG under the shim with env (up to 6 settings) plus the log's
  * NVTX_FAKE_LOG, and, when tool, NVTX_INJECTION64_PATH = the fake. */
-static void run_nvtx(nvtx_run *n, bool tool, const char *const *env, const char *const *argv) {
+static void run_nvtx_as(nvtx_run *n, bool tool, const char *const *env, const char *prog,
+                        const char *const *argv) {
   strcpy(n->dir, "/tmp/cudapool-nvtx-XXXXXX");
   cr_assert(ne(ptr, mkdtemp(n->dir), NULL));
   char log_var[96], inject_var[1200], path[64];
@@ -33,7 +34,7 @@ static void run_nvtx(nvtx_run *n, bool tool, const char *const *env, const char 
   if (tool) all[k++] = inject_var;
   for (int i = 0; env && env[i] && k < 9; i++) all[k++] = env[i];
   all[k] = NULL;
-  it_run_ok(&n->r, IT_SHIM, all, "nvtx", argv);
+  it_run_ok(&n->r, IT_SHIM, all, prog, argv);
   FILE *f = fopen(path, "r");
   n->logged = f != NULL;
   size_t len = f ? fread(n->log, 1, LOG_MAX - 1, f) : 0;
@@ -41,6 +42,15 @@ static void run_nvtx(nvtx_run *n, bool tool, const char *const *env, const char 
   if (f) fclose(f);
   remove(path);
   remove(n->dir);
+}
+
+static void run_nvtx(nvtx_run *n, bool tool, const char *const *env, const char *const *argv) {
+  run_nvtx_as(n, tool, env, "nvtx", argv);
+}
+
+/* Another program of tests/programs/runtime, no arguments, with the tool. */
+static void run_nvtx_prog(nvtx_run *n, const char *const *env, const char *prog) {
+  run_nvtx_as(n, true, env, prog, NULL);
 }
 
 /* The address of the i-th block the program printed. */
@@ -168,6 +178,46 @@ Test(shim_it, nvtx_and_trace_share_the_pool_observer) {
   expect_blocks_log(&n);
   cr_assert(eq(int, access(trace, R_OK), 0), "no trace at %s", trace);
   remove(trace);
+  it_free(&n.r);
+}
+
+/* The log with every address ("0x...") replaced by "*". */
+static void mask_addresses(const char *log, char *out, size_t cap) {
+  size_t k = 0;
+  for (const char *p = log; *p && k + 2 < cap;) {
+    if (p[0] == '0' && p[1] == 'x') {
+      out[k++] = '*';
+      for (p += 2; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');) p++;
+    } else {
+      out[k++] = *p++;
+    }
+  }
+  out[k] = '\0';
+}
+
+/* cudaDeviceReset takes the segments with it: their heaps are unregistered
+ * at once, before any new segment (progs/reset: three 1 MiB blocks, one
+ * freed, the reset, one new block). */
+Test(shim_it, nvtx_device_reset_unregisters_its_heaps) {
+  nvtx_run n;
+  const char *const env[] = {"CUDAPOOL_NVTX=1", NULL};
+  run_nvtx_prog(&n, env, "reset");
+  char masked[LOG_MAX];
+  mask_addresses(n.log, masked, sizeof masked);
+  cr_assert(eq(str, masked,
+               "domain cudapool\n"
+               "heap+ 1 base=* size=2097152\n"
+               "region+ heap=1 addr=* size=1048576\n"
+               "region+ heap=1 addr=* size=1048576\n"
+               "heap+ 2 base=* size=2097152\n"
+               "region+ heap=2 addr=* size=1048576\n"
+               "region- addr=*\n"
+               "heap- 1\n"
+               "heap- 2\n"
+               "heap+ 3 base=* size=2097152\n"
+               "region+ heap=3 addr=* size=1048576\n"
+               "region- addr=*\n"),
+            "--- log\n%s--- stdout\n%s--- stderr\n%s", n.log, n.r.out, n.r.err);
   it_free(&n.r);
 }
 
