@@ -221,6 +221,36 @@ Test(shim_it, nvtx_device_reset_unregisters_its_heaps) {
   it_free(&n.r);
 }
 
+/* An expandable segment's whole reserved range (as large as the fake
+ * device's 16 GiB) is one heap, its blocks regions of it whichever pages are
+ * mapped; it goes when the range is given back (progs/drv_expandable, at the
+ * driver level). */
+Test(shim_it, nvtx_expandable_segment_is_one_heap) {
+  nvtx_run n;
+  const char *const env[] = {"CUDAPOOL_NVTX=1", "CUDAPOOL_EXPANDABLE=1", NULL};
+  run_nvtx_prog(&n, env, "drv_expandable");
+  char masked[LOG_MAX];
+  mask_addresses(n.log, masked, sizeof masked);
+  cr_assert(eq(str, masked,
+               "domain cudapool\n"
+               "heap+ 1 base=* size=17179869184\n"
+               "region+ heap=1 addr=* size=4194304\n"
+               "region+ heap=1 addr=* size=8388608\n"
+               "region+ heap=1 addr=* size=6291456\n"
+               "region- addr=*\n"
+               "push cudapool_empty_cache\n"
+               "pop\n"
+               "region+ heap=1 addr=* size=8388608\n"
+               "region- addr=*\n"
+               "region- addr=*\n"
+               "region- addr=*\n"
+               "push cudapool_empty_cache\n"
+               "heap- 1\n"
+               "pop\n"),
+            "--- log\n%s--- stdout\n%s--- stderr\n%s", n.log, n.r.out, n.r.err);
+  it_free(&n.r);
+}
+
 /* Under the shim the program's own lines are those it prints natively. */
 Test(shim_it, nvtx_changes_nothing_the_program_sees) {
   it_result native, shim;
