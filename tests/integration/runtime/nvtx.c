@@ -227,7 +227,11 @@ Test(shim_it, nvtx_device_reset_unregisters_its_heaps) {
  * driver level). */
 Test(shim_it, nvtx_expandable_segment_is_one_heap) {
   nvtx_run n;
-  const char *const env[] = {"CUDAPOOL_NVTX=1", "CUDAPOOL_EXPANDABLE=1", NULL};
+  /* The fake driver by name, as tests/integration/driver/ do: a sanitizer's
+   * dlopen interceptor does not search the program's RUNPATH. */
+  char lib[1100];
+  snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
+  const char *const env[] = {lib, "CUDAPOOL_NVTX=1", "CUDAPOOL_EXPANDABLE=1", NULL};
   run_nvtx_prog(&n, env, "drv_expandable");
   char masked[LOG_MAX];
   mask_addresses(n.log, masked, sizeof masked);
