@@ -100,6 +100,7 @@ include mk/common.mk
 -include mk/shim.mk
 -include mk/fakecudart.mk
 -include mk/fakecuda.mk
+-include mk/fakenvtx.mk
 -include mk/replay.mk
 -include mk/live.mk
 -include mk/gpu.mk

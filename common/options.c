@@ -33,6 +33,7 @@ typedef enum cp_opt_kind {
   CP_OPT_COUNT,    /* unsigned, 1..CP_OPTION_COUNT_MAX, or 0 for "auto" */
   CP_OPT_MS,       /* unsigned, a whole number of milliseconds, 0..60000 */
   CP_OPT_SECONDS,  /* unsigned, a whole number of seconds, 0..604800 (a week) */
+  CP_OPT_NVTX,     /* cp_nvtx_t */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -55,6 +56,7 @@ static const char *const mode_words[] = {"auto", "sync", "unsafe-immediate"};
 const char *cp_mode_word(cp_mode_t m) { return (unsigned)m < 3 ? mode_words[m] : "?"; }
 static const char *const format_words[] = {"text", "json"};
 static const char *const layer_words[] = {"both", "runtime", "driver"};
+static const char *const nvtx_words[] = {"auto", "0", "1"};
 #define WORDS(w) \
   { w, (int)(sizeof w / sizeof w[0]) }
 static const struct {
@@ -62,9 +64,10 @@ static const struct {
   int n;
 } keywords[] = {[CP_OPT_MODE] = WORDS(mode_words),
                 [CP_OPT_FORMAT] = WORDS(format_words),
-                [CP_OPT_LAYER] = WORDS(layer_words)};
+                [CP_OPT_LAYER] = WORDS(layer_words),
+                [CP_OPT_NVTX] = WORDS(nvtx_words)};
 _Static_assert(sizeof(cp_mode_t) == sizeof(int) && sizeof(cp_format_t) == sizeof(int) &&
-                   sizeof(cp_layer_t) == sizeof(int),
+                   sizeof(cp_layer_t) == sizeof(int) && sizeof(cp_nvtx_t) == sizeof(int),
                "keyword fields are written as int");
 
 #define SIZE_FORM "bytes with optional K/M/G/T suffix"
@@ -125,6 +128,9 @@ static const cp_option_desc_t cp_option_table[] = {
      DEFAULT_IS("0: never"), "a whole number of seconds from 0 to 604800",
      "a cached segment unused this many seconds goes back to the driver (needs CUDAPOOL_RECLAIM_INTERVAL); "
      "0 = never"},
+    {"CUDAPOOL_NVTX", CP_OPT_NVTX, offsetof(cp_options_t, nvtx), "auto", DEFAULT_IS("auto"), "auto, 0 or 1",
+     "describe segments and blocks to NVIDIA's tools (compute-sanitizer, Nsight Systems) through NVTX: "
+     "1 = on, 0 = off, auto = on when a tool is attached (NVTX_INJECTION64_PATH set)"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
@@ -134,6 +140,7 @@ static const char *const kind_what[] = {
     [CP_OPT_FORMAT] = "a format",     [CP_OPT_LAYER] = "a layer",     [CP_OPT_BOOL] = "a boolean",
     [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path", [CP_OPT_COUNT] = "a count",
     [CP_OPT_MS] = "a duration",       [CP_OPT_SECONDS] = "a duration",
+    [CP_OPT_NVTX] = "an NVTX setting",
 };
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
@@ -171,6 +178,7 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
     case CP_OPT_MODE:
     case CP_OPT_FORMAT:
     case CP_OPT_LAYER:
+    case CP_OPT_NVTX:
       if (cp_parse_keyword(text, keywords[d->kind].words, keywords[d->kind].n, &word) != 0) return -1;
       *(int *)field = word;
       return 0;
@@ -294,7 +302,8 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
     case CP_OPT_SIZE: n = cp_format_size_exact(*(const uint64_t *)field, buf, cap); break;
     case CP_OPT_MODE:
     case CP_OPT_FORMAT:
-    case CP_OPT_LAYER: word = keyword_of(d->kind, *(const int *)field); break;
+    case CP_OPT_LAYER:
+    case CP_OPT_NVTX: word = keyword_of(d->kind, *(const int *)field); break;
     case CP_OPT_BOOL: word = *(const bool *)field ? "1" : "0"; break;
     case CP_OPT_STATS:
     case CP_OPT_TRACE: word = ((const char *)field)[0] != '\0' ? field : "0"; break;

@@ -34,6 +34,8 @@
 typedef enum { CP_MODE_AUTO = 0, CP_MODE_SYNC, CP_MODE_UNSAFE_IMMEDIATE } cp_mode_t;
 typedef enum { CP_LAYER_BOTH = 0, CP_LAYER_RUNTIME, CP_LAYER_DRIVER } cp_layer_t;
 typedef enum { CP_FORMAT_TEXT = 0, CP_FORMAT_JSON } cp_format_t;
+/* CUDAPOOL_NVTX: auto = on when an NVTX tool is attached (NVTX_INJECTION64_PATH set). */
+typedef enum { CP_NVTX_AUTO = 0, CP_NVTX_OFF, CP_NVTX_ON } cp_nvtx_t;
 
 typedef struct cp_size_opt {
   uint64_t bytes;
@@ -59,6 +61,7 @@ typedef struct cp_options {
   unsigned arenas; /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX; 0: auto) */
   unsigned reclaim_interval_ms; /* CUDAPOOL_RECLAIM_INTERVAL: ms between the reclaimer's passes; 0 = off */
   unsigned release_idle_s;      /* CUDAPOOL_RELEASE_IDLE: seconds a free segment is kept; 0 = for ever */
+  cp_nvtx_t nvtx;               /* CUDAPOOL_NVTX: auto | 0 | 1 */
 } cp_options_t;
 
 #define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool.h) */

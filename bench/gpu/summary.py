@@ -111,7 +111,7 @@ def fmt_x(r):
     return "-" if r is None else ("%.0fx" % r if r >= 100 else "%.1fx" % r)
 
 
-SECTIONS = ("build", "test", "bench", "pytorch")
+SECTIONS = ("build", "test", "bench", "pytorch", "nvtx")
 
 
 class Table:

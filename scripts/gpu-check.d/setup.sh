@@ -57,7 +57,7 @@ setup_run() {
   set_paths
   mkdir -p "$OUT" || exit 2
   rm -rf "$WORK" && mkdir -p "$WORK" || exit 2
-  rm -f "$OUT"/build.log "$OUT"/tests.log "$OUT"/bench.log "$OUT"/pytorch.log "$OUT"/driver.log \
+  rm -f "$OUT"/build.log "$OUT"/tests.log "$OUT"/bench.log "$OUT"/pytorch.log "$OUT"/driver.log "$OUT"/nvtx.log \
     "$OUT"/summary.txt "$OUT"/results.json
   : >"$RECORDS"
   # The device machine gets a copy of the tree without .git: GPU_CHECK_COMMIT

@@ -7,6 +7,7 @@
 
 #include "backend/api.h"
 #include "state/device.h"
+#include "state/nvtx.h"
 #include "state/outputs.h"
 #include "backend/real.h"
 #include "report.h"
@@ -92,7 +93,10 @@ static void do_set_limit(cp_pool_t *pool, size_t limit) { cp_set_limit(pool, lim
 CP_EXPORT int cudapool_empty_cache(int device) {
   /* Not asked while undecided (above): there is no pool yet. */
   if (!undecided() && !cp_pool_enabled()) return 0;
-  return each_pool(device, do_empty, 0);
+  cp_nvtx_range_push("cudapool_empty_cache");
+  int rc = each_pool(device, do_empty, 0);
+  cp_nvtx_range_pop();
+  return rc;
 }
 
 CP_EXPORT int cudapool_reset_peak(int device) { return each_pool(device, do_reset_peak, 0); }

@@ -9,6 +9,7 @@
 
 #include "state/capture.h"
 #include "state/entry_stats.h"
+#include "state/nvtx.h"
 #include "state/reclaim.h"
 #include "state/shim.h"
 #include "serve/stream_order.h"
@@ -64,6 +65,27 @@ static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t
   }
 }
 
+/* Likewise for NVIDIA's tools: a block's region is gone before the block can
+ * be handed out again (state/nvtx.h). */
+static void nvtx_observer(cp_observed_t what, uintptr_t addr, size_t size) {
+  switch (what) {
+    case CP_OBSERVED_ALLOC: cp_nvtx_block_handed_out(addr, size); break;
+    case CP_OBSERVED_FREE: cp_nvtx_block_freed(addr); break;
+    case CP_OBSERVED_ALLOC_FAILED: cp_nvtx_mark_out_of_memory(size); break;
+  }
+}
+
+/* The pool has one observer: this one hands each report to those that are on. */
+static void both_observers(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream) {
+  trace_observer(ctx, what, addr, size, stream);
+  nvtx_observer(what, addr, size);
+}
+
+static void only_nvtx_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t size, uint64_t stream) {
+  (void)ctx, (void)stream;
+  nvtx_observer(what, addr, size);
+}
+
 /* CUDAPOOL_ARENAS=auto: one arena per CPU the process may run on, so that
  * every thread that runs at once can have its own (16 threads shared 8
  * arenas on the H200 at half the pairs/s: docs/BENCHMARKS.md). Arenas are
@@ -93,11 +115,19 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   cfg.arenas = cp_opts.arenas ? cp_opts.arenas : arenas_auto();
   cfg.expandable_size = total; /* a range as large as the device: one is enough */
   cp_reclaim_start();          /* before the backend, which then carries its wake-up */
+  if (cp_nvtx_on()) cp_nvtx_prepare(); /* loads the tool's library: before the pool lock exists */
   cp_backend_t be = cp_cuda_backend(dev);
   cp_pool_t *pool = NULL;
   if (cp_pool_create(&pool, cp_device_id(dev), &cfg, &be) != 0) return NULL;
   if (cfg.expandable) warn_if_not_expandable(pool, cp_device_id(dev));
-  if (cp_opts.trace[0]) cp_pool_set_observer(pool, trace_observer, NULL);
+  /* No observer unless one is wanted: with one, the pool serves without its
+   * thread caches (pool.h). */
+  if (cp_opts.trace[0] && cp_nvtx_on())
+    cp_pool_set_observer(pool, both_observers, NULL);
+  else if (cp_opts.trace[0])
+    cp_pool_set_observer(pool, trace_observer, NULL);
+  else if (cp_nvtx_on())
+    cp_pool_set_observer(pool, only_nvtx_observer, NULL);
   return pool;
 }
 

@@ -38,6 +38,7 @@
 #include "state/capture.h"
 #include "backend/cuda_vmm.h"
 #include "state/device.h"
+#include "state/nvtx.h"
 #include "state/reclaim.h"
 #include "trace.h"
 
@@ -52,14 +53,29 @@ static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   cp_device_leave(token);
   /* Replay hands the same addresses out: best-fit ties break by address. */
   if (rc == 0 && cp_trace_enabled()) cp_trace_extra(CP_TRACE_SEGMENT_ALLOC, *out, size, 0);
+  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(dev), *out, size);
   return rc;
 }
 
 static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device, (void)size;
+  if (cp_nvtx_on()) cp_nvtx_segment_removed(addr);
   int token = cp_device_enter(ctx);
   API()->mem_free(addr);
   cp_device_leave(token);
+}
+
+/* An expandable segment's reserved range is its heap: its blocks' regions
+ * lie in it whichever pages are mapped. */
+static int cuda_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
+  int rc = cp_vmm_reserve(ctx, device, size, out);
+  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(ctx), *out, size);
+  return rc;
+}
+
+static void cuda_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
+  if (cp_nvtx_on()) cp_nvtx_segment_removed(addr);
+  cp_vmm_unreserve(ctx, device, addr, size);
 }
 
 static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }
@@ -176,6 +192,7 @@ static int cuda_barrier(void *ctx, int device) {
       ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
   }
   ordering_end(dev, token);
+  if (ok && cp_nvtx_on()) cp_nvtx_mark_barrier();
   return ok ? 0 : -1;
 }
 
@@ -300,8 +317,8 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev) {
       .fence_wait = cuda_fence_wait,
       .fence_release = cuda_fence_release,
       .page_size = cp_vmm_page_size,
-      .reserve = cp_vmm_reserve,
-      .unreserve = cp_vmm_unreserve,
+      .reserve = cuda_reserve,
+      .unreserve = cuda_unreserve,
       .map = cp_vmm_map,
       .unmap = cp_vmm_unmap,
       .freed = cp_reclaim_on() ? cp_reclaim_freed : NULL,

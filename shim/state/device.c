@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "state/capture.h"
+#include "state/nvtx.h"
 #include "backend/real.h"
 #include "state/shim.h"
 #include "trace.h"
@@ -160,6 +161,7 @@ void cp_device_reset(cp_device_t *dev) {
     retire(pool);
     atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
   }
+  cp_nvtx_device_reset(cp_device_id(dev)); /* its segments went with the context */
 }
 
 /* A new non-blocking stream is ordered after nothing, yet may be handed

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "state/device.h"
+#include "state/nvtx.h"
 #include "state/outputs.h"
 #include "state/process_info.h"
 #include "state/reclaim.h"
@@ -32,6 +33,9 @@ static void start(void) {
   cp_process_info_start();
   cp_options_load(&cp_opts, NULL, stderr);
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
+  /* A privileged process never loads a library its caller's environment names. */
+  const char *injection = cp_secure_exec() ? NULL : cp_options_getenv("NVTX_INJECTION64_PATH");
+  cp_nvtx_decide(cp_secure_exec() ? CP_NVTX_OFF : cp_opts.nvtx, injection, cp_opts.verbose ? stderr : NULL);
   cp_vmm_set_page_option(cp_opts.expandable_page);
   cp_layer_at_load();
 }

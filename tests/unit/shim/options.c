@@ -68,6 +68,7 @@ static void assert_defaults(const cp_options_t *o) {
   cr_assert(eq(str, (char *)o->trace, ""));
   cr_assert(eq(int, o->layer, CP_LAYER_BOTH));
   cr_assert(eq(u32, o->arenas, 0)); /* auto: one per CPU, resolved when the pool is made */
+  cr_assert(eq(int, o->nvtx, CP_NVTX_AUTO));
 }
 
 /* ---- sizes ------------------------------------------------------------- */
@@ -285,6 +286,11 @@ ParameterizedTestParameters(options, keywords) {
       {"CUDAPOOL_STATS_FORMAT", "json", CP_FORMAT_JSON, 0},
       {"CUDAPOOL_STATS_FORMAT", "TEXT", CP_FORMAT_TEXT, 0},
       {"CUDAPOOL_STATS_FORMAT", "yaml", CP_FORMAT_TEXT, 1},
+      {"CUDAPOOL_NVTX", "1", CP_NVTX_ON, 0},
+      {"CUDAPOOL_NVTX", " 0 ", CP_NVTX_OFF, 0},
+      {"CUDAPOOL_NVTX", "AUTO", CP_NVTX_AUTO, 0},
+      {"CUDAPOOL_NVTX", "on", CP_NVTX_AUTO, 1},
+      {"CUDAPOOL_NVTX", "2", CP_NVTX_AUTO, 1},
   };
   return cr_make_param_array(struct kw_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -296,6 +302,7 @@ ParameterizedTest(struct kw_case *c, options, keywords) {
   load(&o, warned, sizeof warned);
   int got = strcmp(c->var, "CUDAPOOL_MODE") == 0    ? (int)o.mode
             : strcmp(c->var, "CUDAPOOL_LAYER") == 0 ? (int)o.layer
+            : strcmp(c->var, "CUDAPOOL_NVTX") == 0  ? (int)o.nvtx
                                                     : (int)o.stats_format;
   cr_assert(eq(int, got, c->value), "%s=\"%s\"", c->var, c->text);
   size_t lines = 0;
@@ -337,7 +344,9 @@ Test(options, every_option_read) {
   fake_set("CUDAPOOL_TRACE", "/tmp/trace.txt");
   fake_set("CUDAPOOL_LAYER", "driver");
   fake_set("CUDAPOOL_ARENAS", " 16 ");
+  fake_set("CUDAPOOL_NVTX", "0");
   load(&o, warned, sizeof warned);
+  cr_assert(eq(int, o.nvtx, CP_NVTX_OFF));
   cr_assert(eq(str, warned, ""));
   cr_assert(eq(u32, o.arenas, 16));
   cr_assert(eq(u64, o.limit.bytes, 8 * GiB));
@@ -468,6 +477,9 @@ ParameterizedTestParameters(warnings, exact_text) {
        "cudapool: warning: CUDAPOOL_MODE=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
        "aaaaaaaaaaa...\" is not a mode (accepted: auto, sync or unsafe-immediate); using the "
        "default (auto)\n"},
+      {"CUDAPOOL_NVTX", "yes",
+       "cudapool: warning: CUDAPOOL_NVTX=\"yes\" is not an NVTX setting (accepted: auto, 0 or 1); "
+       "using the default (auto)\n"},
   };
   return cr_make_param_array(struct warn_case, cases, sizeof cases / sizeof cases[0]);
 }

@@ -1,0 +1,122 @@
+# nvtx.sh: the nvtx section (mode nvtx): compute-sanitizer's memcheck with
+# --nvtx yes on tests/gpu/planted.cu under the shim, where cudapool
+# describes its segments as NVTX heaps and its blocks as regions
+# (CUDAPOOL_NVTX, default auto: on when the sanitizer sets
+# NVTX_INJECTION64_PATH). A planted overrun (past a block's request, inside
+# its segment) and a planted use after free must be REPORTED (PASS), the
+# clean mode must have 0 errors (PASS). The same with CUDAPOOL_NVTX=0 and
+# natively are INFO rows: without NVTX the shim's segment hides both (not
+# reported, as expected), natively memcheck reports both. SKIP without
+# compute-sanitizer or when it cannot run the program natively.
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # rc: run (common.sh); san: memcheck.sh; TESTS, SHIM: setup.sh
+
+section_nvtx() {
+  begin_section nvtx nvtx.log "memcheck with NVTX (CUDAPOOL_NVTX)"
+  if ! find_sanitizer; then
+    record SKIP "nvtx memcheck" "compute-sanitizer not found"
+    return 0
+  fi
+  if [ ! -x "$TESTS/planted" ]; then
+    record FAIL "nvtx memcheck" "$TESTS/planted was not built (make gpu)"
+    return 0
+  fi
+  local mode
+  for mode in overrun uaf clean; do
+    nvtx_native_row "$mode" || return 0
+    if ! shim_built; then
+      record FAIL "nvtx memcheck $mode" "no shim to run under"
+      continue
+    fi
+    nvtx_pool_row "$mode"
+    nvtx_off_row "$mode"
+  done
+}
+
+# nvtx_memcheck LABEL OUTFILE [ENV=VALUE...] -- ARGS: planted ARGS under
+# memcheck --nvtx yes (60 s), with the shim appended to the target's
+# LD_PRELOAD when SHIM_IN is set (as memcheck_in_target does) and the
+# settings on compute-sanitizer, which passes its environment to the target.
+nvtx_memcheck() {
+  local label=$1 outf=$2
+  shift 2
+  local vars=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    vars+=("$1")
+    shift
+  done
+  shift
+  if [ -n "${SHIM_IN:-}" ]; then
+    # shellcheck disable=SC2016 # expanded by that sh, in the target
+    run "$label" 60 "$outf" env ${vars[@]+"${vars[@]}"} "$san" --tool memcheck --nvtx yes \
+      --target-processes all sh -c 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$0" exec "$@"' "$SHIM" \
+      "$TESTS/planted" "$@"
+  else
+    run "$label" 60 "$outf" env ${vars[@]+"${vars[@]}"} "$san" --tool memcheck --nvtx yes \
+      --target-processes all "$TESTS/planted" "$@"
+  fi
+}
+
+# errors_of OUTFILE: memcheck's error count, empty without a summary.
+errors_of() { summary_of "$1" | grep -o '[0-9][0-9]*' | head -n 1; }
+
+# nvtx_line OUTFILE: the shim's CUDAPOOL_VERBOSE line saying whether NVTX is on.
+nvtx_line() { grep -h -m 1 -o 'cudapool: NVTX [a-z]* ([^)]*)' "$1" "$1.err" 2>/dev/null | cut -c 11-; }
+
+# nvtx_native_row MODE: the reference, natively. False (and a SKIP row)
+# when memcheck cannot run the program here.
+nvtx_native_row() {
+  local mode=$1 out=$WORK/nvtx-$1-native.out n
+  SHIM_IN="" nvtx_memcheck "planted $mode natively under memcheck" "$out" -- "$mode"
+  n=$(errors_of "$out")
+  if [ -z "$n" ]; then
+    record SKIP "nvtx memcheck" "compute-sanitizer could not run planted $mode natively (exit $rc: $(why_failed "$out"))"
+    return 1
+  fi
+  record INFO "nvtx memcheck $mode native" "$n errors natively (exit $rc)"
+  return 0
+}
+
+# nvtx_pool_row MODE: under the shim, CUDAPOOL_NVTX at its default (auto).
+nvtx_pool_row() {
+  local mode=$1 out=$WORK/nvtx-$1-pool.out n
+  SHIM_IN=1 nvtx_memcheck "planted $mode under memcheck and the shim" "$out" CUDAPOOL_VERBOSE=1 -- "$mode"
+  n=$(errors_of "$out")
+  local said
+  said=$(nvtx_line "$out")
+  local how="${said:-no NVTX line from the shim}; exit $rc"
+  if ! grep -q 'allocator=pool' "$out"; then
+    record FAIL "nvtx memcheck $mode" "the shim was not active ($how)"
+  elif [ -z "$n" ]; then
+    record FAIL "nvtx memcheck $mode" "no memcheck summary ($(why_failed "$out"))"
+  elif [ "$mode" = clean ]; then
+    if [ "$n" = 0 ] && [ "$rc" = 0 ] && [ "$(npass "$out")" -gt 0 ]; then
+      record PASS "nvtx memcheck clean" "0 errors under the shim ($how)"
+    else
+      record FAIL "nvtx memcheck clean" "$n errors, $(npass "$out") pass ($how)"
+    fi
+  elif ! grep -q "^PLANTED $mode: written" "$out"; then
+    record FAIL "nvtx memcheck $mode" "the planted write did not run ($how)"
+  elif [ "$n" -gt 0 ]; then
+    record PASS "nvtx memcheck $mode" "REPORTED under the shim: $n errors ($how)"
+  else
+    record FAIL "nvtx memcheck $mode" "NOT reported under the shim: 0 errors ($how)"
+  fi
+}
+
+# nvtx_off_row MODE: under the shim with CUDAPOOL_NVTX=0: information only.
+nvtx_off_row() {
+  local mode=$1 out=$WORK/nvtx-$1-off.out n
+  SHIM_IN=1 nvtx_memcheck "planted $mode under memcheck and the shim, CUDAPOOL_NVTX=0" "$out" \
+    CUDAPOOL_NVTX=0 -- "$mode"
+  n=$(errors_of "$out")
+  local what
+  case "$mode:${n:-none}" in
+    clean:0) what="0 errors, as expected" ;;
+    clean:*) what="$n errors (clean: none expected)" ;;
+    *:none) what="no memcheck summary ($(why_failed "$out"))" ;;
+    *:0) what="not reported (0 errors), as expected: the segment hides the block" ;;
+    *) what="reported ($n errors): memcheck saw more than expected without NVTX" ;;
+  esac
+  record INFO "nvtx memcheck $mode CUDAPOOL_NVTX=0" "$what (exit $rc)"
+}
