@@ -33,6 +33,7 @@ typedef enum cp_opt_kind {
   CP_OPT_COUNT,    /* unsigned, 1..CP_OPTION_COUNT_MAX, or 0 for "auto" */
   CP_OPT_MS,       /* unsigned, a whole number of milliseconds, 0..60000 */
   CP_OPT_SECONDS,  /* unsigned, a whole number of seconds, 0..604800 (a week) */
+  CP_OPT_STACKS,   /* unsigned frames per stack: 0 off, 2..64 (a true word or 1: 16) */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -125,6 +126,14 @@ static const cp_option_desc_t cp_option_table[] = {
      DEFAULT_IS("0: never"), "a whole number of seconds from 0 to 604800",
      "a cached segment unused this many seconds goes back to the driver (needs CUDAPOOL_RECLAIM_INTERVAL); "
      "0 = never"},
+    {"CUDAPOOL_STACKS", CP_OPT_STACKS, offsetof(cp_options_t, stacks), "0", DEFAULT_IS("0: off"),
+     "0/1 or a depth from 2 to 64",
+     "record the call stack of each allocation served (DEPTH native frames, 1 = 16): the exit report "
+     "lists the top call sites at the peak of reserved memory and at exit"},
+    {"CUDAPOOL_OOM_SNAPSHOT", CP_OPT_TRACE, offsetof(cp_options_t, oom_snapshot), "0", DEFAULT_IS("off"),
+     "a file path (%p = pid) or 0",
+     "when an allocation fails after cudapool's retries, write a JSON snapshot of every segment and "
+     "block (with CUDAPOOL_STACKS: the stack of each) to this file"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
@@ -134,6 +143,7 @@ static const char *const kind_what[] = {
     [CP_OPT_FORMAT] = "a format",     [CP_OPT_LAYER] = "a layer",     [CP_OPT_BOOL] = "a boolean",
     [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path", [CP_OPT_COUNT] = "a count",
     [CP_OPT_MS] = "a duration",       [CP_OPT_SECONDS] = "a duration",
+    [CP_OPT_STACKS] = "a stack depth",
 };
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
@@ -188,6 +198,17 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
     }
     case CP_OPT_MS: return cp_parse_count(text, 0, 60000, field);
     case CP_OPT_SECONDS: return cp_parse_count(text, 0, 604800, field);
+    case CP_OPT_STACKS: {
+      bool on;
+      unsigned depth;
+      if (cp_parse_bool(text, &on) == 0) {
+        *(unsigned *)field = on ? CP_STACKS_DEFAULT_DEPTH : 0;
+        return 0;
+      }
+      if (cp_parse_count(text, 2, CP_STACKS_MAX_DEPTH, &depth) != 0) return -1;
+      *(unsigned *)field = depth;
+      return 0;
+    }
   }
   return -1;
 }
@@ -304,7 +325,8 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }
     case CP_OPT_MS:
-    case CP_OPT_SECONDS: {
+    case CP_OPT_SECONDS:
+    case CP_OPT_STACKS: {
       int len = snprintf(buf, cap, "%u", *(const unsigned *)field);
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }

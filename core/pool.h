@@ -222,5 +222,8 @@ bool cp_reclaim_waiting(cp_pool_t *pool);
  * first, so the figures are those of the pool without them. */
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);
 void cp_reset_peak(cp_pool_t *pool);
+/* Bytes the backend holds for every arena of the pool now (reserved_bytes
+ * without a thread-cache flush): one atomic load, no lock. */
+size_t cp_reserved_now(const cp_pool_t *pool);
 
 #endif

@@ -11,6 +11,7 @@
 #include "state/entry_stats.h"
 #include "state/reclaim.h"
 #include "state/shim.h"
+#include "state/stacks.h"
 #include "serve/stream_order.h"
 #include "parse.h"
 #include "trace.h"
@@ -149,6 +150,18 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
   return CP_OUT_OF_MEMORY;
 }
 
+/* Served with CUDAPOOL_STACKS on: the call site is recorded, with the
+ * reserved bytes of every device (the peak the report names). */
+static __attribute__((noinline)) void record_site(uintptr_t addr, size_t size) {
+  size_t reserved = 0;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool) reserved += cp_reserved_now(pool);
+  }
+  cp_stacks_served(addr, size, reserved);
+}
+
 /* Inlined into both callers: cudaMalloc's path is one call shorter. */
 static inline __attribute__((always_inline)) cp_alloc_verdict_t
 alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_t *out) {
@@ -159,7 +172,9 @@ alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_
   if (!pool) pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
   int rc = cp_tcache_alloc(pool, size, stream, key, out);
-  return rc == 0 ? CP_SERVED : not_served(pool, dev, size, rc);
+  if (rc != 0) return not_served(pool, dev, size, rc);
+  if (__builtin_expect(cp_stacks_on, 0)) record_site(*out, size);
+  return CP_SERVED;
 }
 
 cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
@@ -207,6 +222,7 @@ static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t st
  * free ordered on none, which the thread may reuse at once where the reuse
  * rules allow; a stream-ordered free is reusable at once on its stream. */
 static inline int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
+  if (__builtin_expect(cp_stacks_on, 0)) cp_stacks_freeing(p);
   /* One device with a pool (nearly every program): no walk. */
   cp_device_t *sole = cp_sole_device_with_pool();
   return sole ? free_in_device_pool(sole, p, stream, flags) : free_in_every_pool(p, stream, flags);

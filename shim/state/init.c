@@ -24,6 +24,7 @@
 #include "report.h"
 #include "state/shim.h"
 #include "state/sigterm.h"
+#include "state/stacks.h"
 
 cp_options_t cp_opts;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -32,6 +33,7 @@ static void start(void) {
   cp_process_info_start();
   cp_options_load(&cp_opts, NULL, stderr);
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
+  if (cp_opts.stacks) cp_stacks_start(cp_opts.stacks);
   cp_vmm_set_page_option(cp_opts.expandable_page);
   cp_layer_at_load();
 }
@@ -57,6 +59,7 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
   if (format == CP_FORMAT_JSON) {
     cp_report_process_t proc;
     cp_process_info(&proc, at_end);
+    proc.extra = cp_stacks_report_json;
     cp_report_json_process(out, devs, n, &proc);
     return;
   }
@@ -64,6 +67,7 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
   cp_report_header_now(header, sizeof header);
   cp_report_text(out, devs, n, header);
   if (at_end) cp_report_still_allocated(out, devs, n);
+  cp_stacks_report_text(out);
 }
 
 __attribute__((destructor)) static void cudapool_end(void) {
