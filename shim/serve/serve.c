@@ -11,6 +11,7 @@
 #include "state/entry_stats.h"
 #include "state/reclaim.h"
 #include "state/shim.h"
+#include "state/snapshot.h"
 #include "state/stacks.h"
 #include "serve/stream_order.h"
 #include "parse.h"
@@ -108,9 +109,10 @@ cp_pool_t *cp_serve_pool(cp_device_t *dev) { return cp_device_pool_or_create(dev
 
 /* One line on stderr for a request the pool could not serve, as PyTorch's
  * out-of-memory message gives: what was asked, allocated, reserved, cached
- * and the largest free block. At most one a second; the next line counts
- * those left out. Only on the failure path. */
-static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
+ * and the largest free block, and the snapshot file when one was written
+ * (NULL: none). At most one a second; the next line counts those left out.
+ * Only on the failure path. */
+static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const char *snapshot) {
   static _Atomic uint64_t last_ns, unsaid;
   uint64_t now = cp_monotonic_ns(), last = atomic_load(&last_ns);
   if ((last && now - last < 1000000000u) || !atomic_compare_exchange_strong(&last_ns, &last, now)) {
@@ -134,13 +136,14 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
           "(largest free block %s), limit %s",
           device, asked, allocated, reserved, cached, largest, limit);
   if (skipped) fprintf(stderr, " (%llu more since the last such line)", (unsigned long long)skipped);
+  if (snapshot) fprintf(stderr, "; snapshot written to %s", snapshot);
   fputc('\n', stderr);
 }
 
 /* The pool could not serve: rc is cp_tcache_alloc's. */
 static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, cp_device_t *dev, size_t size,
                                                                int rc) {
-  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
+  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, cp_snapshot_after_oom());
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
   /* Without a limit the pool gave back all it could, and a failure other
