@@ -106,3 +106,13 @@ $(SHIM_PAIR_BENCH): bench/shim_pair.c bench/bench_util.h $(FAKECUDART_LINK) $(SH
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) $< -o $@ $(PROGS_LINK) $(LDFLAGS_BASE)
 ALL_TARGETS += $(SHIM_PAIR_BENCH)
 BENCH_CMDS += $(SHIM_PAIR_BENCH)
+
+# What CUDAPOOL_STACKS costs an allocation (the module built in), for make bench.
+STACKS_BENCH := $(BUILD)/bench/stacks_bench
+$(STACKS_BENCH): bench/stacks_bench.c bench/bench_util.h shim/state/stacks.c shim/state/pyframes.c \
+                 shim/state/stacks.h shim/state/pyframes.h common/options.h
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icommon -Ishim -Ishim/state $< shim/state/stacks.c shim/state/pyframes.c \
+	  -o $@ -ldl $(LDFLAGS_BASE)
+ALL_TARGETS += $(STACKS_BENCH)
+BENCH_CMDS += $(STACKS_BENCH)
