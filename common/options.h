@@ -61,6 +61,7 @@ typedef struct cp_options {
   unsigned release_idle_s;      /* CUDAPOOL_RELEASE_IDLE: seconds a free segment is kept; 0 = for ever */
   unsigned stacks;              /* CUDAPOOL_STACKS: native frames kept per allocation; 0 = off */
   char oom_snapshot[CP_OPTION_PATH_MAX]; /* CUDAPOOL_OOM_SNAPSHOT: "" off, else a path (%p expanded) */
+  int snapshot_signal;          /* CUDAPOOL_SNAPSHOT_SIGNAL: 0 off, SIGUSR1 or SIGUSR2 */
 } cp_options_t;
 
 #define CP_STACKS_DEFAULT_DEPTH 16 /* CUDAPOOL_STACKS=1 */

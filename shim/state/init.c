@@ -24,6 +24,7 @@
 #include "report.h"
 #include "state/shim.h"
 #include "state/sigterm.h"
+#include "state/snapshot_signal.h"
 #include "state/stacks.h"
 
 cp_options_t cp_opts;
@@ -34,6 +35,7 @@ static void start(void) {
   cp_options_load(&cp_opts, NULL, stderr);
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
   if (cp_opts.stacks) cp_stacks_start(cp_opts.stacks);
+  cp_snapshot_signal_arm();
   cp_vmm_set_page_option(cp_opts.expandable_page);
   cp_layer_at_load();
 }

@@ -100,25 +100,38 @@ char *cp_snapshot_text(const char *reason, size_t *len) {
   return text;
 }
 
-static atomic_bool oom_taken;
-static char oom_path[CP_OPTION_PATH_MAX];
-
-const char *cp_snapshot_after_oom(void) {
-  if (!cp_opts.oom_snapshot[0] || atomic_exchange(&oom_taken, true)) return NULL;
+/* Writes a snapshot to pattern (outfile.h rules); the file written into
+ * path, or NULL after one warning naming `variable`. */
+static const char *write_snapshot(const char *reason, const char *variable, const char *pattern, char *path,
+                                  size_t cap) {
   size_t len = 0;
-  char *text = cp_snapshot_text("oom", &len);
-  int err = ENOMEM, fd = -1;
+  char *text = cp_snapshot_text(reason, &len);
+  int err = ENOMEM;
   if (text) {
-    fd = cp_outfile_open(cp_opts.oom_snapshot, oom_path, sizeof oom_path);
+    int fd = cp_outfile_open(pattern, path, cap);
     err = fd < 0 ? -fd : cp_outfile_write(fd, text, len);
     int cerr = cp_outfile_close(fd);
     if (!err) err = cerr;
   }
   free(text);
-  if (!err) return oom_path;
+  if (!err) return path;
   const char *rule = cp_outfile_rule(err);
-  fputs("cudapool: warning: CUDAPOOL_OOM_SNAPSHOT=\"", stderr);
-  cp_put_escaped(stderr, cp_opts.oom_snapshot, 512);
+  fprintf(stderr, "cudapool: warning: %s=\"", variable);
+  cp_put_escaped(stderr, pattern, 512);
   fprintf(stderr, "\" cannot be written: %s; no snapshot is taken\n", rule ? rule : strerror(err));
   return NULL;
+}
+
+static atomic_bool oom_taken;
+static char oom_path[CP_OPTION_PATH_MAX];
+
+const char *cp_snapshot_after_oom(void) {
+  if (!cp_opts.oom_snapshot[0] || atomic_exchange(&oom_taken, true)) return NULL;
+  return write_snapshot("oom", "CUDAPOOL_OOM_SNAPSHOT", cp_opts.oom_snapshot, oom_path, sizeof oom_path);
+}
+
+const char *cp_snapshot_on_signal(unsigned n, char *path, size_t cap) {
+  char pattern[CP_OPTION_PATH_MAX + 16];
+  snprintf(pattern, sizeof pattern, "%s.%u", cp_opts.oom_snapshot, n);
+  return write_snapshot("signal", "CUDAPOOL_OOM_SNAPSHOT", pattern, path, cap);
 }

@@ -19,6 +19,10 @@
  * written (%p replaced), or NULL (off, taken already, or the file could not
  * be written: then one warning naming the variable). */
 const char *cp_snapshot_after_oom(void);
+/* The Nth snapshot CUDAPOOL_SNAPSHOT_SIGNAL asked for (reason "signal"),
+ * into the CUDAPOOL_OOM_SNAPSHOT file with ".N" appended; the file written
+ * into path, or NULL after one warning. From snapshot_signal.c's thread. */
+const char *cp_snapshot_on_signal(unsigned n, char *path, size_t cap);
 /* The snapshot's JSON text, with reason ("oom", "signal", "exit"), into a
  * malloc'd string (*len its length); NULL when out of memory. */
 char *cp_snapshot_text(const char *reason, size_t *len);

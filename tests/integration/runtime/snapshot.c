@@ -101,3 +101,44 @@ Test(snapshot, an_unwritable_file_warns_once_and_the_line_names_none) {
   cr_assert(eq(int, it_count_lines(r.err, "snapshot written"), 0), "%s", r.err);
   it_free(&r);
 }
+
+/* CUDAPOOL_SNAPSHOT_SIGNAL: a running process writes one on the signal, to
+ * the CUDAPOOL_OOM_SNAPSHOT file with ".1" appended, reason "signal". */
+Test(snapshot, a_signal_writes_one_from_the_running_process) {
+  static char text[65536];
+  char dir[] = "/tmp/cp-snapsig-XXXXXX", snap[128], path[160];
+  cr_assert(ne(ptr, mkdtemp(dir), NULL));
+  snprintf(snap, sizeof snap, "CUDAPOOL_OOM_SNAPSHOT=%s/s.json", dir);
+  snprintf(path, sizeof path, "%s/s.json.1", dir);
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){snap, "CUDAPOOL_SNAPSHOT_SIGNAL=USR1", NULL}, "snapsig",
+            IT_ARGS(path));
+  cr_assert(eq(long, it_val(&r, "snapsig", "complete", -1), 1), "%s", r.err);
+  FILE *f = fopen(path, "r");
+  cr_assert(ne(ptr, f, NULL), "%s", r.err);
+  text[fread(text, 1, sizeof text - 1, f)] = '\0';
+  fclose(f);
+  remove(path);
+  rmdir(dir);
+  it_json *j = it_json_parse(text);
+  cr_assert(ne(ptr, j, NULL), "not JSON: %s", text);
+  cr_expect(ne(ptr, strstr(text, "\"reason\":\"signal\""), NULL), "%s", text);
+  const it_json *dev = it_json_at(it_json_get(j, "devices"), 0);
+  cr_expect(eq(dbl, it_json_num(it_json_get(it_json_get(dev, "totals"), "allocated")), 3.0 * 1048576 + 1024), "%s",
+            text);
+  /* 1000 bytes: the small pool's 2 MiB segment; 3 MiB: a large 20 MiB one. */
+  const it_json *segs = it_json_get(dev, "segments");
+  cr_assert(eq(sz, it_json_len(segs), 2), "%s", text);
+  it_json_free(j);
+  it_free(&r);
+}
+
+Test(snapshot, a_bad_signal_name_warns) {
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_SNAPSHOT_SIGNAL=KILL", NULL}, "leak", NULL);
+  cr_assert(ne(ptr, strstr(r.err, "cudapool: warning: CUDAPOOL_SNAPSHOT_SIGNAL=\"KILL\" is not a signal (accepted: "
+                                   "0/off, or SIGUSR1 or SIGUSR2 (SIG may be left out)); using the default (0: off)\n"),
+               NULL),
+            "%s", r.err);
+  it_free(&r);
+}
