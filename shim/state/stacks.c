@@ -71,7 +71,14 @@ static int find_own_range(struct dl_phdr_info *info, size_t size, void *self) {
   return 1;
 }
 
+/* A fork taken while another thread holds the lock must not leave the
+ * child's copy locked for ever. */
+static void fork_prepare(void) { pthread_mutex_lock(&lock); }
+static void fork_done(void) { pthread_mutex_unlock(&lock); }
+
 void cp_stacks_start(unsigned frames) {
+  static bool fork_handlers;
+  if (!fork_handlers) fork_handlers = pthread_atfork(fork_prepare, fork_done, fork_done) == 0;
   void *warm[4];
   backtrace(warm, 4);
   dl_iterate_phdr(find_own_range, (void *)(uintptr_t)cp_stacks_start);
