@@ -351,3 +351,17 @@ Test(launcher, stats_and_top_dispatch) {
 Test(launcher, missing_tool_is_reported) {
   check_failure("", (struct failure){"plot x", 127, "cudapool: cudapool-plot not found"});
 }
+
+/* --stacks: 1 alone, a depth as given; a depth out of 0..64 refused (exit
+ * 2) before the program runs. */
+Test(launcher, stacks_forms) {
+  char out[16384];
+  cr_assert(eq(int, run_env("", "--stacks", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STACKS", "1");
+  cr_assert(eq(int, run_env("", "--stacks=24", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STACKS", "24");
+  cr_assert(eq(int, run_env("", "--stacks=64", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STACKS", "64");
+  cr_assert(eq(int, run_env("", "--stacks=65", out, sizeof out), 2));
+  cr_assert(eq(int, run_env("", "--stacks=deep", out, sizeof out), 2));
+}
