@@ -13,6 +13,7 @@
  * given by a test or the fuzzer is treated like the environment. */
 #include "options.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ typedef enum cp_opt_kind {
   CP_OPT_MS,       /* unsigned, a whole number of milliseconds, 0..60000 */
   CP_OPT_SECONDS,  /* unsigned, a whole number of seconds, 0..604800 (a week) */
   CP_OPT_NVTX,     /* cp_nvtx_t */
+  CP_OPT_STACKS,   /* unsigned frames per stack: 0 off, 2..64 (a true word or 1: 16) */
+  CP_OPT_SIGNAL,   /* int: 0 off, SIGUSR1 or SIGUSR2 */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -131,6 +134,18 @@ static const cp_option_desc_t cp_option_table[] = {
     {"CUDAPOOL_NVTX", CP_OPT_NVTX, offsetof(cp_options_t, nvtx), "auto", DEFAULT_IS("auto"), "auto, 0 or 1",
      "describe segments and blocks to NVIDIA's tools (compute-sanitizer, Nsight Systems) through NVTX: "
      "1 = on, 0 = off, auto = on when a tool is attached (NVTX_INJECTION64_PATH set)"},
+    {"CUDAPOOL_STACKS", CP_OPT_STACKS, offsetof(cp_options_t, stacks), "0", DEFAULT_IS("0: off"),
+     "0/1 or a depth from 2 to 64",
+     "record the call stack of each allocation served (DEPTH native frames, 1 = 16): the exit report "
+     "lists the top call sites at the peak of reserved memory and at exit"},
+    {"CUDAPOOL_OOM_SNAPSHOT", CP_OPT_TRACE, offsetof(cp_options_t, oom_snapshot), "0", DEFAULT_IS("off"),
+     "a file path (%p = pid) or 0",
+     "when an allocation fails after cudapool's retries, write a JSON snapshot of every segment and "
+     "block (with CUDAPOOL_STACKS: the stack of each) to this file"},
+    {"CUDAPOOL_SNAPSHOT_SIGNAL", CP_OPT_SIGNAL, offsetof(cp_options_t, snapshot_signal), "0", DEFAULT_IS("0: off"),
+     "0/off, or SIGUSR1 or SIGUSR2 (SIG may be left out)",
+     "this signal makes a running process write a snapshot, as on out of memory, to the "
+     "CUDAPOOL_OOM_SNAPSHOT file with .N appended (the Nth signal)"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
@@ -141,6 +156,8 @@ static const char *const kind_what[] = {
     [CP_OPT_STATS] = "a destination", [CP_OPT_TRACE] = "a file path", [CP_OPT_COUNT] = "a count",
     [CP_OPT_MS] = "a duration",       [CP_OPT_SECONDS] = "a duration",
     [CP_OPT_NVTX] = "an NVTX setting",
+    [CP_OPT_STACKS] = "a stack depth",
+    [CP_OPT_SIGNAL] = "a signal",
 };
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
@@ -196,6 +213,30 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
     }
     case CP_OPT_MS: return cp_parse_count(text, 0, 60000, field);
     case CP_OPT_SECONDS: return cp_parse_count(text, 0, 604800, field);
+    case CP_OPT_STACKS: {
+      bool on;
+      unsigned depth;
+      if (cp_parse_bool(text, &on) == 0) {
+        *(unsigned *)field = on ? CP_STACKS_DEFAULT_DEPTH : 0;
+        return 0;
+      }
+      if (cp_parse_count(text, 2, CP_STACKS_MAX_DEPTH, &depth) != 0) return -1;
+      *(unsigned *)field = depth;
+      return 0;
+    }
+    case CP_OPT_SIGNAL: {
+      static const char *const names[] = {"USR1", "SIGUSR1", "USR2", "SIGUSR2"};
+      static const int numbers[] = {SIGUSR1, SIGUSR1, SIGUSR2, SIGUSR2};
+      bool on;
+      int i;
+      if (cp_parse_bool(text, &on) == 0 && !on) {
+        *(int *)field = 0;
+        return 0;
+      }
+      if (cp_parse_keyword(text, names, 4, &i) != 0) return -1;
+      *(int *)field = numbers[i];
+      return 0;
+    }
   }
   return -1;
 }
@@ -312,8 +353,14 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
       int len = count ? snprintf(buf, cap, "%u", count) : snprintf(buf, cap, "auto");
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }
+    case CP_OPT_SIGNAL: {
+      int sig = *(const int *)field;
+      word = sig == SIGUSR1 ? "SIGUSR1" : sig == SIGUSR2 ? "SIGUSR2" : "0";
+      break;
+    }
     case CP_OPT_MS:
-    case CP_OPT_SECONDS: {
+    case CP_OPT_SECONDS:
+    case CP_OPT_STACKS: {
       int len = snprintf(buf, cap, "%u", *(const unsigned *)field);
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }

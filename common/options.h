@@ -62,7 +62,13 @@ typedef struct cp_options {
   unsigned reclaim_interval_ms; /* CUDAPOOL_RECLAIM_INTERVAL: ms between the reclaimer's passes; 0 = off */
   unsigned release_idle_s;      /* CUDAPOOL_RELEASE_IDLE: seconds a free segment is kept; 0 = for ever */
   cp_nvtx_t nvtx;               /* CUDAPOOL_NVTX: auto | 0 | 1 */
+  unsigned stacks;              /* CUDAPOOL_STACKS: native frames kept per allocation; 0 = off */
+  char oom_snapshot[CP_OPTION_PATH_MAX]; /* CUDAPOOL_OOM_SNAPSHOT: "" off, else a path (%p expanded) */
+  int snapshot_signal;          /* CUDAPOOL_SNAPSHOT_SIGNAL: 0 off, SIGUSR1 or SIGUSR2 */
 } cp_options_t;
+
+#define CP_STACKS_DEFAULT_DEPTH 16 /* CUDAPOOL_STACKS=1 */
+#define CP_STACKS_MAX_DEPTH 64
 
 #define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool.h) */
 

@@ -184,6 +184,7 @@ void cp_report_json_process(FILE *out, const cudapool_stats_t *devs, int ndevs, 
   fputc(']', out);
   if (proc != NULL && proc->at_end)
     fprintf(out, ",\"still_allocated\":{\"blocks\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", blocks, bytes);
+  if (proc != NULL && proc->extra != NULL) proc->extra(out, proc->extra_ctx);
   fputs("}\n", out);
   fflush(out);
 }

@@ -52,6 +52,10 @@ typedef struct cp_report_process {
   const cp_size_opt_t *limit;  /* CUDAPOOL_LIMIT as given, worded as in the header */
   double wall_s;               /* seconds since the library started; < 0: left out */
   bool at_end;                 /* the report at exit (or SIGTERM): what was never freed is added */
+  /* NULL, or writes more members (each starting with ',') before the
+   * object's closing brace: the call sites of shim/state/stacks.c. */
+  void (*extra)(FILE *out, void *ctx);
+  void *extra_ctx;
 } cp_report_process_t;
 
 /* cp_report_json with the process: after "version",

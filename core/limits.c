@@ -60,6 +60,8 @@ size_t cp_budget_held(const cp_pool_t *pool) {
   return atomic_load_explicit(&pool->devpool->held, memory_order_relaxed);
 }
 
+size_t cp_reserved_now(const cp_pool_t *pool) { return cp_budget_held(pool); }
+
 size_t cp_budget_held_peak(const cp_pool_t *pool) {
   return atomic_load_explicit(&pool->devpool->held_peak, memory_order_relaxed);
 }

@@ -222,5 +222,34 @@ bool cp_reclaim_waiting(cp_pool_t *pool);
  * first, so the figures are those of the pool without them. */
 void cp_get_stats(cp_pool_t *pool, cudapool_stats_t *out);
 void cp_reset_peak(cp_pool_t *pool);
+/* Every segment and block of every arena (walk.c), for a snapshot: each
+ * arena under its lock in turn, its segments in address order, each
+ * segment's blocks in address order right after it; they tile it exactly.
+ * The callbacks run with the arena's lock held and must not call into the
+ * pool. A block lent to a thread cache and freed there counts as pending
+ * (its device work may still run). 0, or ENOMEM (the walk stopped short). */
+typedef enum cp_walk_state { CP_WALK_ALLOCATED, CP_WALK_FREE, CP_WALK_PENDING } cp_walk_state_t;
+typedef struct cp_walk_segment {
+  uintptr_t addr;
+  size_t size;
+  uint64_t stream; /* its first block's */
+  bool expandable;
+} cp_walk_segment_t;
+typedef struct cp_walk_block {
+  uintptr_t addr;
+  size_t size;
+  size_t requested; /* allocated: the bytes asked for; else 0 */
+  cp_walk_state_t state;
+  uint64_t stream;
+} cp_walk_block_t;
+typedef struct cp_walker {
+  void (*segment)(void *ctx, const cp_walk_segment_t *seg);
+  void (*block)(void *ctx, const cp_walk_block_t *block);
+  void *ctx;
+} cp_walker_t;
+int cp_walk(cp_pool_t *pool, const cp_walker_t *walker);
+/* Bytes the backend holds for every arena of the pool now (reserved_bytes
+ * without a thread-cache flush): one atomic load, no lock. */
+size_t cp_reserved_now(const cp_pool_t *pool);
 
 #endif

@@ -31,6 +31,7 @@ PROGS_BINS := $(PROGS_SRCS:tests/programs/runtime/%.c=$(BUILD)/progs/%)
 PROGS_LINK := -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) -ldl
 PROG_CFLAGS_ptds := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 PROG_CFLAGS_ptsz_threads := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
+PROG_CFLAGS_sites := -rdynamic
 # PROG_LINK_<name> replaces PROGS_LINK for one program. reload is linked to
 # no libcudart: it reaches the runtime only through a plugin it dlopens from
 # its own folder (tests/programs/runtime/plugin/).
@@ -105,3 +106,13 @@ $(SHIM_PAIR_BENCH): bench/shim_pair.c bench/bench_util.h $(FAKECUDART_LINK) $(SH
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) $< -o $@ $(PROGS_LINK) $(LDFLAGS_BASE)
 ALL_TARGETS += $(SHIM_PAIR_BENCH)
 BENCH_CMDS += $(SHIM_PAIR_BENCH)
+
+# What CUDAPOOL_STACKS costs an allocation (the module built in), for make bench.
+STACKS_BENCH := $(BUILD)/bench/stacks_bench
+$(STACKS_BENCH): bench/stacks_bench.c bench/bench_util.h shim/state/stacks.c shim/state/pyframes.c \
+                 shim/state/stacks.h shim/state/pyframes.h common/options.h
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icommon -Ishim -Ishim/state $< shim/state/stacks.c shim/state/pyframes.c \
+	  -o $@ -ldl $(LDFLAGS_BASE)
+ALL_TARGETS += $(STACKS_BENCH)
+BENCH_CMDS += $(STACKS_BENCH)

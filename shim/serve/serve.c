@@ -12,6 +12,8 @@
 #include "state/nvtx.h"
 #include "state/reclaim.h"
 #include "state/shim.h"
+#include "state/snapshot.h"
+#include "state/stacks.h"
 #include "serve/stream_order.h"
 #include "parse.h"
 #include "trace.h"
@@ -137,9 +139,10 @@ cp_pool_t *cp_serve_pool(cp_device_t *dev) { return cp_device_pool_or_create(dev
 
 /* One line on stderr for a request the pool could not serve, as PyTorch's
  * out-of-memory message gives: what was asked, allocated, reserved, cached
- * and the largest free block. At most one a second; the next line counts
- * those left out. Only on the failure path. */
-static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
+ * and the largest free block, and the snapshot file when one was written
+ * (NULL: none). At most one a second; the next line counts those left out.
+ * Only on the failure path. */
+static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const char *snapshot) {
   static _Atomic uint64_t last_ns, unsaid;
   uint64_t now = cp_monotonic_ns(), last = atomic_load(&last_ns);
   if ((last && now - last < 1000000000u) || !atomic_compare_exchange_strong(&last_ns, &last, now)) {
@@ -163,13 +166,14 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size) {
           "(largest free block %s), limit %s",
           device, asked, allocated, reserved, cached, largest, limit);
   if (skipped) fprintf(stderr, " (%llu more since the last such line)", (unsigned long long)skipped);
+  if (snapshot) fprintf(stderr, "; snapshot written to %s", snapshot);
   fputc('\n', stderr);
 }
 
 /* The pool could not serve: rc is cp_tcache_alloc's. */
 static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, cp_device_t *dev, size_t size,
                                                                int rc) {
-  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size);
+  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, cp_snapshot_after_oom());
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
   /* Without a limit the pool gave back all it could, and a failure other
@@ -177,6 +181,18 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
    * made now, fails (or succeeds) exactly as natively. */
   if (cfg.limit == CP_NO_LIMIT || rc != ENOMEM) return CP_FORWARD;
   return CP_OUT_OF_MEMORY;
+}
+
+/* Served with CUDAPOOL_STACKS on: the call site is recorded, with the
+ * reserved bytes of every device (the peak the report names). */
+static __attribute__((noinline)) void record_site(uintptr_t addr, size_t size) {
+  size_t reserved = 0;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    if (pool) reserved += cp_reserved_now(pool);
+  }
+  cp_stacks_served(addr, size, reserved);
 }
 
 /* Inlined into both callers: cudaMalloc's path is one call shorter. */
@@ -189,7 +205,9 @@ alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_
   if (!pool) pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
   int rc = cp_tcache_alloc(pool, size, stream, key, out);
-  return rc == 0 ? CP_SERVED : not_served(pool, dev, size, rc);
+  if (rc != 0) return not_served(pool, dev, size, rc);
+  if (__builtin_expect(cp_stacks_on, 0)) record_site(*out, size);
+  return CP_SERVED;
 }
 
 cp_alloc_verdict_t cp_serve_alloc(cp_device_t *dev, size_t size, uintptr_t *out) {
@@ -237,6 +255,7 @@ static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t st
  * free ordered on none, which the thread may reuse at once where the reuse
  * rules allow; a stream-ordered free is reusable at once on its stream. */
 static inline int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
+  if (__builtin_expect(cp_stacks_on, 0)) cp_stacks_freeing(p);
   /* One device with a pool (nearly every program): no walk. */
   cp_device_t *sole = cp_sole_device_with_pool();
   return sole ? free_in_device_pool(sole, p, stream, flags) : free_in_every_pool(p, stream, flags);

@@ -25,6 +25,8 @@
 #include "report.h"
 #include "state/shim.h"
 #include "state/sigterm.h"
+#include "state/snapshot_signal.h"
+#include "state/stacks.h"
 
 cp_options_t cp_opts;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -36,6 +38,8 @@ static void start(void) {
   /* A privileged process never loads a library its caller's environment names. */
   const char *injection = cp_secure_exec() ? NULL : cp_options_getenv("NVTX_INJECTION64_PATH");
   cp_nvtx_decide(cp_secure_exec() ? CP_NVTX_OFF : cp_opts.nvtx, injection, cp_opts.verbose ? stderr : NULL);
+  if (cp_opts.stacks) cp_stacks_start(cp_opts.stacks);
+  cp_snapshot_signal_arm();
   cp_vmm_set_page_option(cp_opts.expandable_page);
   cp_layer_at_load();
 }
@@ -61,6 +65,7 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
   if (format == CP_FORMAT_JSON) {
     cp_report_process_t proc;
     cp_process_info(&proc, at_end);
+    proc.extra = cp_stacks_report_json;
     cp_report_json_process(out, devs, n, &proc);
     return;
   }
@@ -68,6 +73,7 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
   cp_report_header_now(header, sizeof header);
   cp_report_text(out, devs, n, header);
   if (at_end) cp_report_still_allocated(out, devs, n);
+  cp_stacks_report_text(out);
 }
 
 __attribute__((destructor)) static void cudapool_end(void) {

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import unittest
 
@@ -667,6 +668,51 @@ class Torch(Child):
             out(found=cudapool.torch.library_path())
         """, preload=False, extra_env={"CUDAPOOL_LIB": link, "CUDAPOOL_LIBRARY": "/nonexistent/x.so"})
         self.assertEqual(r["found"], link)
+
+class CallSites(Child):
+    """CUDAPOOL_STACKS in a Python program: allocations made through ctypes
+    with the GIL held (PyDLL) name the Python line that made them."""
+
+    CODE = """
+        pg = ctypes.PyDLL(None)  # holds the GIL through the call, as a C extension does
+        pg.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+        def held(n):
+            p = ctypes.c_void_p()
+            assert pg.cudaMalloc(ctypes.byref(p), n) == 0  # SITE held
+            return p.value
+        def load_weights():
+            return held(4 << 20)
+        def make_batch():
+            return held(3 << 20)
+        keep = [load_weights(), make_batch(), make_batch()]
+        out(n=len(keep))
+    """
+
+    def test_sites_name_python_lines(self):
+        d = tempfile.mkdtemp()
+        report = os.path.join(d, "r.json")
+        try:
+            self.result(self.CODE, extra_env={"CUDAPOOL_STACKS": "1", "CUDAPOOL_STATS": report,
+                                              "CUDAPOOL_STATS_FORMAT": "json"})
+            with open(report) as f:
+                rep = json.load(f)
+        finally:
+            if os.path.exists(report):
+                os.remove(report)
+            os.rmdir(d)
+        source = (PRELUDE + textwrap.dedent(self.CODE)).splitlines()
+        line = next(i + 1 for i, l in enumerate(source) if "# SITE held" in l)
+        site = "<string>:%d:held" % line
+        peak = rep["call_sites"]["at_peak"]
+        # One innermost Python line for all three: one site, every byte.
+        self.assertEqual([(s["site"], s["bytes"], s["blocks"]) for s in peak], [(site, 10 << 20, 3)], rep)
+        pyframes = [f["python"] for f in peak[0]["frames"] if "python" in f]
+        self.assertEqual(pyframes[0], site)
+        self.assertTrue(pyframes[1] in ("<string>:%d:load_weights" % (line + 3),
+                                        "<string>:%d:make_batch" % (line + 5)), pyframes)
+        self.assertEqual(pyframes[-1].split(":")[2], "<module>", pyframes)
+        self.assertEqual(rep["call_sites"]["at_exit"][0]["bytes"], 10 << 20)
+
 
 if __name__ == "__main__":
     unittest.main()

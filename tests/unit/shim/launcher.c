@@ -416,3 +416,17 @@ Test(launcher, help_matches_the_flags_the_table_and_cudapool_stats) {
     cr_expect(in_help != NULL && in_help < usage_end, "cudapool's usage lines lack cudapool-stats' %s", flag);
   }
 }
+
+/* --stacks: 1 alone, a depth as given; a depth out of 0..64 refused (exit
+ * 2) before the program runs. */
+Test(launcher, stacks_forms) {
+  char out[16384];
+  cr_assert(eq(int, run_env("", "--stacks", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STACKS", "1");
+  cr_assert(eq(int, run_env("", "--stacks=24", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STACKS", "24");
+  cr_assert(eq(int, run_env("", "--stacks=64", out, sizeof out), 0));
+  assert_var(out, "CUDAPOOL_STACKS", "64");
+  cr_assert(eq(int, run_env("", "--stacks=65", out, sizeof out), 2));
+  cr_assert(eq(int, run_env("", "--stacks=deep", out, sizeof out), 2));
+}

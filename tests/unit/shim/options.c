@@ -378,6 +378,25 @@ Test(options, arenas_auto_word) {
   }
 }
 
+/* CUDAPOOL_STACKS: off words 0, true words the default depth 16, a depth
+ * 2..64 as given; 65 and words that are neither are refused. */
+Test(options, stacks_depth_forms) {
+  static const struct {
+    const char *text;
+    unsigned want;
+    bool warns;
+  } cases[] = {{"0", 0, false},  {"off", 0, false}, {"1", 16, false},  {"on", 16, false}, {"2", 2, false},
+               {"64", 64, false}, {"24", 24, false}, {"65", 0, true}, {"deep", 0, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cp_options_t o;
+    char warned[1024];
+    fake_set("CUDAPOOL_STACKS", cases[i].text);
+    load(&o, warned, sizeof warned);
+    cr_assert(eq(int, warned[0] != '\0', cases[i].warns), "CUDAPOOL_STACKS=\"%s\": %s", cases[i].text, warned);
+    cr_assert(eq(u32, o.stacks, cases[i].want), "CUDAPOOL_STACKS=\"%s\"", cases[i].text);
+  }
+}
+
 Test(options, null_get_reads_the_environment) {
   cp_options_t o;
   setenv("CUDAPOOL_LIMIT", "2G", 1);

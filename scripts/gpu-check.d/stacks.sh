@@ -1,0 +1,53 @@
+# stacks.sh: the stacks section (mode stacks, not part of all): a small
+# PyTorch training run (bench/pytorch/transformer_step.py) under the shim
+# with PyTorch's caching off, once with CUDAPOOL_STACKS=1 and once without;
+# rows: the Python lines that held the most bytes at the peak of reserved
+# memory (the JSON report's call_sites), and the median step time with
+# stacks on against off (the cost of a backtrace() per allocation).
+# SKIP when python3 cannot import torch; FAIL when a run fails or names no
+# Python frame.
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
+
+section_stacks() {
+  begin_section stacks stacks.log "call sites (CUDAPOOL_STACKS)"
+  if ! timeout 60 python3 -c 'import torch' >/dev/null 2>&1; then
+    record SKIP "stacks" "python3 cannot import torch"
+    return
+  fi
+  shim_built || { record FAIL "stacks" "no shim to run under"; return; }
+  local on off report=$WORK/stacks-report.json
+  local -a envs=(env -u PYTORCH_CUDA_ALLOC_CONF PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}")
+  off=$WORK/stacks-off.json
+  run "stacks off" 150 "$off.raw" "${envs[@]}" python3 bench/pytorch/transformer_step.py
+  grep '^{' "$off.raw" | tail -n 1 >"$off"
+  if [ "$rc" != 0 ] || [ ! -s "$off" ]; then
+    record FAIL "stacks off run" "$(why_failed "$off.raw")"
+    return
+  fi
+  on=$WORK/stacks-on.json
+  rm -f "$report"
+  run "stacks on" 150 "$on.raw" "${envs[@]}" CUDAPOOL_STACKS=1 CUDAPOOL_STATS="$report" \
+    CUDAPOOL_STATS_FORMAT=json python3 bench/pytorch/transformer_step.py
+  grep '^{' "$on.raw" | tail -n 1 >"$on"
+  if [ "$rc" != 0 ] || [ ! -s "$on" ] || [ ! -s "$report" ]; then
+    record FAIL "stacks on run" "$(why_failed "$on.raw")"
+    return
+  fi
+  local status name detail
+  while IFS=$'\t' read -r status name detail; do
+    record "$status" "$name" "$detail"
+  done < <(timeout 60 python3 - "$off" "$on" "$report" <<'PY'
+import json, sys
+off, on, rep = (json.load(open(p)) for p in sys.argv[1:4])
+a, b = off["step_ms_median"], on["step_ms_median"]
+print(f"INFO\tstep time, stacks off\t{a:.2f} ms (median)")
+print(f"INFO\tstep time, stacks on\t{b:.2f} ms (median), {100.0 * (b - a) / a:+.1f}%")
+sites = rep.get("call_sites", {}).get("at_peak", [])
+python = [s for s in sites if any("python" in f for f in s["frames"])]
+for s in sites:
+    print(f"INFO\tsite at peak\t{s['bytes']} bytes, {s['blocks']} blocks, {100 * s['share']:.1f}% at {s['site']}")
+print(("PASS" if python else "FAIL") + f"\tsites name Python lines\t{len(python)} of {len(sites)} top sites")
+PY
+)
+}

@@ -1,0 +1,72 @@
+/* pyframes.c: Python frames through the C API found at run time (pyframes.h).
+ * Resolved once, on the first capture: Python is usually the executable or
+ * loaded before the first allocation; a process without it pays one failed
+ * lookup. */
+#include "pyframes.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef void py_object;
+static struct {
+  int (*gil_check)(void);
+  int (*is_initialized)(void);
+  py_object *(*get_frame)(void);
+  py_object *(*frame_code)(py_object *);
+  int (*frame_line)(py_object *);
+  py_object *(*frame_back)(py_object *);
+  py_object *(*get_attr)(py_object *, const char *);
+  const char *(*as_utf8)(py_object *);
+  void (*decref)(py_object *);
+  void (*err_clear)(void);
+} py;
+static bool py_ok;
+static pthread_once_t py_once = PTHREAD_ONCE_INIT;
+
+#define PY_RESOLVE(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name)) != NULL
+
+static void resolve(void) {
+  py_ok = PY_RESOLVE(gil_check, "PyGILState_Check") && PY_RESOLVE(is_initialized, "Py_IsInitialized") &&
+          PY_RESOLVE(get_frame, "PyEval_GetFrame") && PY_RESOLVE(frame_code, "PyFrame_GetCode") &&
+          PY_RESOLVE(frame_line, "PyFrame_GetLineNumber") && PY_RESOLVE(frame_back, "PyFrame_GetBack") &&
+          PY_RESOLVE(get_attr, "PyObject_GetAttrString") && PY_RESOLVE(as_utf8, "PyUnicode_AsUTF8") &&
+          PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_clear, "PyErr_Clear");
+}
+
+unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
+  pthread_once(&py_once, resolve);
+  if (!py_ok || !py.is_initialized() || !py.gil_check()) return 0;
+  unsigned n = 0;
+  py_object *frame = py.get_frame(); /* borrowed */
+  bool owned = false;
+  while (frame && n < max) {
+    py_object *code = py.frame_code(frame); /* new reference */
+    out[n].code = (uintptr_t)code;
+    out[n].line = (uintptr_t)py.frame_line(frame);
+    n++;
+    py.decref(code); /* the frame keeps it alive while we run */
+    py_object *back = py.frame_back(frame); /* new reference */
+    if (owned) py.decref(frame);
+    frame = back, owned = true;
+  }
+  if (owned && frame) py.decref(frame);
+  return n;
+}
+
+static const char *attr_text(py_object *obj, const char *name, py_object **hold) {
+  *hold = py.get_attr(obj, name);
+  const char *text = *hold ? py.as_utf8(*hold) : NULL;
+  if (!text) py.err_clear(); /* the program must not see our failed lookup */
+  return text ? text : "?";
+}
+
+void cp_pyframes_describe(const cp_pyframe_t *f, char *buf, size_t cap) {
+  py_object *file, *name;
+  const char *file_text = attr_text((py_object *)f->code, "co_filename", &file);
+  const char *name_text = attr_text((py_object *)f->code, "co_name", &name);
+  snprintf(buf, cap, "%s:%lu:%s", file_text, (unsigned long)f->line, name_text);
+  if (file) py.decref(file);
+  if (name) py.decref(name);
+}

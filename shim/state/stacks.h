@@ -1,0 +1,52 @@
+/* stacks.h: call sites of the allocations served (CUDAPOOL_STACKS).
+ *
+ * Owns the table of distinct call stacks (one id per stack, keyed by its
+ * frame addresses and, when the thread held Python's GIL, its Python
+ * frames), the map from each live block the shim served to its stack, and
+ * per stack the bytes and blocks live now and at the peak of reserved
+ * memory.
+ *
+ * Invariants: a stack's id never changes and ids are 0, 1, 2... in order of
+ * first sight; a stack's live bytes are the sum of the requested bytes of
+ * the blocks in the live map naming it; the peak figures are the live
+ * figures copied at the moment the reserved bytes of every device reached
+ * their highest (ties: the copy with more live bytes wins), so the cost of
+ * a copy is paid only at a new peak.
+ *
+ * Locking: one mutex over everything here. Off (cp_stacks_on false) nothing
+ * here is called: the serving path tests the flag once. Symbols are looked
+ * up (dladdr) only when a report is written, never on the allocation path;
+ * a Python frame is resolved to text once, when its stack is first seen.
+ * Out of memory in here loses a record, never the program's allocation. */
+#ifndef CUDAPOOL_SHIM_STACKS_H
+#define CUDAPOOL_SHIM_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern bool cp_stacks_on;
+
+/* At start, with CUDAPOOL_STACKS's depth (> 0): turns recording on. */
+void cp_stacks_start(unsigned depth);
+/* The shim served `requested` bytes at addr; reserved_now: the bytes the
+ * pools of every device hold now. */
+void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now);
+/* The program frees addr (before the pool does: the block may be handed out
+ * again at once). Unknown addresses are ignored. */
+void cp_stacks_freeing(uintptr_t addr);
+/* The stack id of the live block at addr, or -1. */
+long cp_stacks_id_of(uintptr_t addr);
+
+/* Report writers; nothing when recording is off. */
+/* Text: the top call sites at the peak of reserved memory and at exit. */
+void cp_stacks_report_text(FILE *out);
+/* JSON members, each starting with ',': "call_sites":{"peak_reserved":N,
+ * "at_peak":[site...],"at_exit":[site...]}, a site being {"stack":ID,
+ * "bytes":N,"blocks":N,"share":F,"site":FRAME|null,"frames":[FRAME...]}. */
+void cp_stacks_report_json(FILE *out, void *unused);
+/* The snapshot's "stacks" array: [{"id":N,"frames":[FRAME...]}...]. */
+void cp_stacks_json_table(FILE *out);
+
+#endif

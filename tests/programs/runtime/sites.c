@@ -1,0 +1,30 @@
+/* sites.c: allocations from three functions of its own, one called twice,
+ * for the call-site report (CUDAPOOL_STACKS). At the peak: weights 4 MiB
+ * (1 block), activations 2 x 3 MiB, scratch 512 KiB; then every block but
+ * the weights is freed, so at exit only weights' 4 MiB is left. Built with
+ * -rdynamic (mk/fakecudart.mk), exported, so that dladdr names them.
+ * Prints "sites: errors=E". */
+#include "progs.h"
+
+__attribute__((noinline, visibility("default"))) void *alloc_weights(void) {
+  void *p = NULL;
+  return cudaMalloc(&p, 4 * MiB) == cudaSuccess ? p : NULL;
+}
+
+__attribute__((noinline, visibility("default"))) void *alloc_activations(void) {
+  void *p = NULL;
+  return cudaMalloc(&p, 3 * MiB) == cudaSuccess ? p : NULL;
+}
+
+__attribute__((noinline, visibility("default"))) void *alloc_scratch(void) {
+  void *p = NULL;
+  return cudaMalloc(&p, MiB / 2) == cudaSuccess ? p : NULL;
+}
+
+int main(void) {
+  void *w = alloc_weights(), *a1 = alloc_activations(), *a2 = alloc_activations(), *s = alloc_scratch();
+  int errors = !w + !a1 + !a2 + !s;
+  errors += (cudaFree(a1) != cudaSuccess) + (cudaFree(a2) != cudaSuccess) + (cudaFree(s) != cudaSuccess);
+  printf("sites: errors=%d\n", errors);
+  return 0;
+}
