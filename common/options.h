@@ -41,6 +41,7 @@ typedef struct cp_size_opt {
 } cp_size_opt_t;
 
 #define CP_OPTION_PATH_MAX 4096
+#define CP_OPTION_NAME_MAX 64
 
 typedef struct cp_options {
   cp_size_opt_t limit;            /* CUDAPOOL_LIMIT: bytes per device or N% of device memory; 0 = no limit */
@@ -59,6 +60,8 @@ typedef struct cp_options {
   unsigned arenas; /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX; 0: auto) */
   unsigned reclaim_interval_ms; /* CUDAPOOL_RECLAIM_INTERVAL: ms between the reclaimer's passes; 0 = off */
   unsigned release_idle_s;      /* CUDAPOOL_RELEASE_IDLE: seconds a free segment is kept; 0 = for ever */
+  char shared_name[CP_OPTION_NAME_MAX]; /* CUDAPOOL_SHARED_NAME: "" = every process of this user */
+  unsigned coop_wait_ms; /* CUDAPOOL_COOP_WAIT: ms an out-of-memory waits for peers; 0 = no cooperation */
 } cp_options_t;
 
 #define CP_OPTION_COUNT_MAX 64 /* = CP_ARENAS_MAX (core/pool.h) */
