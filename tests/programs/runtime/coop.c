@@ -4,13 +4,16 @@
  * shim/state/coop.c).
  *
  *   coop pair [stop]  runs `coop hog` as its child, waits until the hog has
- *                     freed, then allocates 3 GiB and prints "take: ok=";
+ *                     freed, then allocates what the hog did and prints
+ *                     "take: ok=";
  *                     with "stop" the hog is stopped (SIGSTOP) meanwhile
  *                     and continued after
- *   coop hog R W      (the child) 3 GiB allocated and freed, then one
- *                     byte written to fd W, then waits until fd R closes
+ *   coop hog R W      (the child) 3/4 of the device's free memory
+ *                     allocated and freed, then its size written to fd W,
+ *                     then waits until fd R closes
  *
- * Run with FAKECUDA_MEMORY=4G. The "take:" line is the same natively
+ * Run with FAKECUDA_MEMORY=4G (3 GiB each), or on a GPU
+ * (scripts/gpu-check.d/coop.sh). The "take:" line is the same natively
  * (cudaFree gives the memory back at once) and under the shim with
  * cooperation on; under the shim with it off the take fails. */
 #include <signal.h>
@@ -20,13 +23,14 @@
 
 #include "progs.h"
 
-#define GiB ((size_t)1 << 30)
-
 static int hog(int rfd, int wfd) {
   void *p;
-  if (cudaMalloc(&p, 3 * GiB) != cudaSuccess) return 1;
+  size_t free_bytes, total;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 1;
+  size_t size = free_bytes / 4 * 3 / (2 * MiB) * (2 * MiB);
+  if (cudaMalloc(&p, size) != cudaSuccess) return 1;
   if (cudaFree(p) != cudaSuccess) return 1;
-  if (write(wfd, "r", 1) != 1) return 1;
+  if (write(wfd, &size, sizeof size) != (ssize_t)sizeof size) return 1;
   char c;
   while (read(rfd, &c, 1) > 0) {
   }
@@ -49,13 +53,13 @@ static int pair(bool stop) {
   }
   close(to_hog[0]);
   close(from_hog[1]);
-  char c;
-  if (read(from_hog[0], &c, 1) != 1) return 1;
+  size_t size;
+  if (read(from_hog[0], &size, sizeof size) != (ssize_t)sizeof size) return 1;
   int st;
   if (stop && (kill(child, SIGSTOP) != 0 || waitpid(child, &st, WUNTRACED) != child || !WIFSTOPPED(st)))
     return 1;
   void *p = NULL;
-  cudaError_t err = cudaMalloc(&p, 3 * GiB);
+  cudaError_t err = cudaMalloc(&p, size);
   printf("take: ok=%d\n", err == cudaSuccess);
   if (err == cudaSuccess) cudaFree(p);
   if (stop) kill(child, SIGCONT);
