@@ -118,6 +118,7 @@ static void say_cooperation(const cp_coop_result_t *co) {
     fputs("; other cudapool processes not asked to give back: CUDAPOOL_COOP_WAIT needs CUDAPOOL_LIVE", stderr);
     return;
   }
+  if (!co) return; /* not asked: the process's own limit */
   char back[32];
   cp_format_size_human(co->released, back, sizeof back);
   fprintf(stderr, "; asked %u other cudapool processes to give back: %u answered, %s came back", co->asked,
@@ -162,6 +163,17 @@ static void say_avoided(int device, size_t size, const cp_coop_result_t *co) {
   fputc('\n', stderr);
 }
 
+/* Whether the request failed on this process's own CUDAPOOL_LIMIT, which
+ * no other process's memory would change. */
+static bool over_own_limit(cp_pool_t *pool, size_t size) {
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  if (cfg.limit == CP_NO_LIMIT) return false;
+  cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
+  cp_get_stats(pool, &s);
+  return (uint64_t)s.reserved_bytes.current + size > cfg.limit;
+}
+
 /* The pool could not serve: rc is cp_tcache_alloc's. Out of memory, the
  * other cudapool processes are asked to give back (coop.h) and the
  * allocation is tried once more. */
@@ -169,7 +181,8 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
                                                                uint64_t stream, uint64_t key, uintptr_t *out,
                                                                int rc) {
   cp_coop_result_t co = {0};
-  if (rc == ENOMEM && cp_coop_on()) {
+  bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
+  if (asked) {
     cp_coop_ask(&co);
     if (co.released) rc = cp_tcache_alloc(pool, size, stream, key, out);
     if (rc == 0) {
@@ -177,7 +190,7 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
       return CP_SERVED;
     }
   }
-  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, &co);
+  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, asked ? &co : NULL);
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
   /* Without a limit the pool gave back all it could, and a failure other
