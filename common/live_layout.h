@@ -17,7 +17,18 @@
  * So the program's allocation paths never touch the segment: publishing
  * costs nothing until someone asks. A stopped process (SIGSTOP, a debugger)
  * does not answer; the reader then shows the last answer and says so.
- * `layout` changes whenever this struct does; a reader refuses any other. */
+ * `layout` changes whenever this struct does; a reader refuses any other.
+ *
+ * Layout 2 added the give-back words after `devices` (shim/state/coop.h):
+ * a process out of device memory (the asker) adds 1 to `give_request`,
+ * then to `request`, and wakes `request`; the publisher thread, woken,
+ * empties its pools' caches, stores the bytes that went back in
+ * `give_released` and then the give request it answered in
+ * `give_answered`, and wakes it. `group` is the process's
+ * CUDAPOOL_SHARED_NAME ("" = none), NUL-terminated; askers only ask
+ * segments of their own group. A layout-1 reader refuses a layout-2
+ * segment by its `layout` word, and a layout-2 reader a layout-1 one
+ * (which is also too short), each naming it a segment it cannot read. */
 #ifndef CUDAPOOL_SHIM_LIVE_LAYOUT_H
 #define CUDAPOOL_SHIM_LIVE_LAYOUT_H
 
@@ -33,7 +44,8 @@
 #define CP_LIVE_DIR "/dev/shm"
 #define CP_LIVE_PREFIX "cudapool."
 #define CP_LIVE_MAGIC "cplive"
-#define CP_LIVE_LAYOUT 1u
+#define CP_LIVE_LAYOUT 2u
+#define CP_LIVE_GROUP_MAX 64 /* CP_OPTION_NAME_MAX of common/options.h */
 #define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/state/device.h */
 
 typedef struct cp_live_segment {
@@ -50,6 +62,11 @@ typedef struct cp_live_segment {
   int32_t reserved0;
   char header[160]; /* the exit report's header line: "process N, version V, mode M, limit L" */
   cudapool_stats_t devices[CP_LIVE_DEVICES];
+  /* Layout 2: the give-back request (above). */
+  char group[CP_LIVE_GROUP_MAX];
+  _Atomic uint32_t give_request;  /* askers: += 1, then request += 1 and wake request */
+  _Atomic uint32_t give_answered; /* publisher: the give request it last answered, then wake */
+  _Atomic uint64_t give_released; /* bytes its last answer released */
 } cp_live_segment_t;
 
 /* Field 22 of /proc/PID/stat, the process's start time in clock ticks

@@ -37,6 +37,7 @@ typedef enum cp_opt_kind {
   CP_OPT_NVTX,     /* cp_nvtx_t */
   CP_OPT_STACKS,   /* unsigned frames per stack: 0 off, 2..64 (a true word or 1: 16) */
   CP_OPT_SIGNAL,   /* int: 0 off, SIGUSR1 or SIGUSR2 */
+  CP_OPT_NAME,     /* char[CP_OPTION_NAME_MAX]: "" or 1..63 of [A-Za-z0-9._-] */
 } cp_opt_kind_t;
 
 typedef struct cp_option_desc {
@@ -146,9 +147,33 @@ static const cp_option_desc_t cp_option_table[] = {
      "0/off, or SIGUSR1 or SIGUSR2 (SIG may be left out)",
      "this signal makes a running process write a snapshot, as on out of memory, to the "
      "CUDAPOOL_OOM_SNAPSHOT file with .N appended (the Nth signal)"},
+    {"CUDAPOOL_SHARED_NAME", CP_OPT_NAME, offsetof(cp_options_t, shared_name), "", DEFAULT_IS("none: every process"),
+     "1 to 63 letters, digits, '.', '_' or '-'",
+     "cooperate (CUDAPOOL_COOP_WAIT) only with this user's cudapool processes of the same name; unset = with "
+     "all of this user's"},
+    {"CUDAPOOL_COOP_WAIT", CP_OPT_MS, offsetof(cp_options_t, coop_wait_ms), "200", DEFAULT_IS("200 ms"),
+     "a whole number of milliseconds from 0 to 60000",
+     "out of device memory, ask the other cudapool processes (needs CUDAPOOL_LIVE) to give their idle cache "
+     "back and wait at most this many ms for their answers; 0 = off"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])
+
+/* A group name: it is compared byte for byte with other processes' and
+ * shown in messages, so only a plain, bounded alphabet. "" (the default
+ * only: a blank value means the default) is no name. */
+static int parse_name(const char *text, char *field) {
+  size_t n = strlen(text);
+  if (n >= CP_OPTION_NAME_MAX) return -1;
+  for (size_t i = 0; i < n; i++) {
+    char c = text[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-';
+    if (!ok) return -1;
+  }
+  memcpy(field, text, n + 1);
+  return 0;
+}
 
 static const char *const kind_what[] = {
     [CP_OPT_SIZE_PCT] = "a size",     [CP_OPT_SIZE] = "a size",       [CP_OPT_MODE] = "a mode",
@@ -158,6 +183,7 @@ static const char *const kind_what[] = {
     [CP_OPT_NVTX] = "an NVTX setting",
     [CP_OPT_STACKS] = "a stack depth",
     [CP_OPT_SIGNAL] = "a signal",
+    [CP_OPT_NAME] = "a name",
 };
 
 /* A path option: off words turn it off, "stderr" (stats only) and on words
@@ -237,6 +263,7 @@ static int parse_value(const cp_option_desc_t *d, const char *text, cp_options_t
       *(int *)field = numbers[i];
       return 0;
     }
+    case CP_OPT_NAME: return parse_name(text, field);
   }
   return -1;
 }
@@ -364,6 +391,7 @@ int cp_option_format(const cp_options_t *o, size_t i, char *buf, size_t cap) {
       int len = snprintf(buf, cap, "%u", *(const unsigned *)field);
       return len > 0 && (size_t)len < cap ? 0 : -1;
     }
+    case CP_OPT_NAME: word = field; break;
   }
   if (d->kind == CP_OPT_SIZE_PCT || d->kind == CP_OPT_SIZE) return n == 0 ? -1 : 0;
   if (word == NULL || strlen(word) >= cap) return -1;

@@ -43,6 +43,7 @@ typedef struct cp_size_opt {
 } cp_size_opt_t;
 
 #define CP_OPTION_PATH_MAX 4096
+#define CP_OPTION_NAME_MAX 64
 
 typedef struct cp_options {
   cp_size_opt_t limit;            /* CUDAPOOL_LIMIT: bytes per device or N% of device memory; 0 = no limit */
@@ -65,6 +66,8 @@ typedef struct cp_options {
   unsigned stacks;              /* CUDAPOOL_STACKS: native frames kept per allocation; 0 = off */
   char oom_snapshot[CP_OPTION_PATH_MAX]; /* CUDAPOOL_OOM_SNAPSHOT: "" off, else a path (%p expanded) */
   int snapshot_signal;          /* CUDAPOOL_SNAPSHOT_SIGNAL: 0 off, SIGUSR1 or SIGUSR2 */
+  char shared_name[CP_OPTION_NAME_MAX]; /* CUDAPOOL_SHARED_NAME: "" = every process of this user */
+  unsigned coop_wait_ms; /* CUDAPOOL_COOP_WAIT: ms an out-of-memory waits for peers; 0 = no cooperation */
 } cp_options_t;
 
 #define CP_STACKS_DEFAULT_DEPTH 16 /* CUDAPOOL_STACKS=1 */

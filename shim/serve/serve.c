@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "state/capture.h"
+#include "state/coop.h"
 #include "state/entry_stats.h"
 #include "state/nvtx.h"
 #include "state/reclaim.h"
@@ -137,12 +138,28 @@ cp_pool_t *cp_serve_pool(cp_device_t *dev) { return cp_device_pool_or_create(dev
 
 /* ---- allocations and frees ------------------------------------------------------- */
 
+/* The clause the out-of-memory lines end with: what the other cudapool
+ * processes gave back (coop.h), or why they were not asked. */
+static void say_cooperation(const cp_coop_result_t *co) {
+  if (!cp_coop_wanted()) return;
+  if (!cp_coop_on()) {
+    fputs("; other cudapool processes not asked to give back: CUDAPOOL_COOP_WAIT needs CUDAPOOL_LIVE", stderr);
+    return;
+  }
+  if (!co) return; /* not asked: the process's own limit */
+  char back[32];
+  cp_format_size_human(co->released, back, sizeof back);
+  fprintf(stderr, "; asked %u other cudapool processes to give back: %u answered, %s came back", co->asked,
+          co->answered, back);
+}
+
 /* One line on stderr for a request the pool could not serve, as PyTorch's
  * out-of-memory message gives: what was asked, allocated, reserved, cached
- * and the largest free block, and the snapshot file when one was written
- * (NULL: none). At most one a second; the next line counts those left out.
- * Only on the failure path. */
-static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const char *snapshot) {
+ * and the largest free block, what the other cudapool processes gave back
+ * (co), and the snapshot file when one was written (NULL: none). At most one
+ * a second; the next line counts those left out. Only on the failure path. */
+static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const cp_coop_result_t *co,
+                              const char *snapshot) {
   static _Atomic uint64_t last_ns, unsaid;
   uint64_t now = cp_monotonic_ns(), last = atomic_load(&last_ns);
   if ((last && now - last < 1000000000u) || !atomic_compare_exchange_strong(&last_ns, &last, now)) {
@@ -165,15 +182,50 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const ch
           "cudapool: out of memory on device %d: asked %s; allocated %s, reserved %s, cached %s "
           "(largest free block %s), limit %s",
           device, asked, allocated, reserved, cached, largest, limit);
+  say_cooperation(co);
   if (skipped) fprintf(stderr, " (%llu more since the last such line)", (unsigned long long)skipped);
   if (snapshot) fprintf(stderr, "; snapshot written to %s", snapshot);
   fputc('\n', stderr);
 }
 
-/* The pool could not serve: rc is cp_tcache_alloc's. */
+/* Served after the other processes gave back: said each time (each cost
+ * every peer a cache flush, so these are rare). */
+static void say_avoided(int device, size_t size, const cp_coop_result_t *co) {
+  char asked[32];
+  cp_format_size_human(size, asked, sizeof asked);
+  fprintf(stderr, "cudapool: out of memory on device %d avoided: asked %s", device, asked);
+  say_cooperation(co);
+  fputc('\n', stderr);
+}
+
+/* Whether the request failed on this process's own CUDAPOOL_LIMIT, which
+ * no other process's memory would change. */
+static bool over_own_limit(cp_pool_t *pool, size_t size) {
+  cp_config_t cfg;
+  cp_get_config(pool, &cfg);
+  if (cfg.limit == CP_NO_LIMIT) return false;
+  cudapool_stats_t s = {.size = sizeof s, .version = CUDAPOOL_STATS_VERSION};
+  cp_get_stats(pool, &s);
+  return (uint64_t)s.reserved_bytes.current + size > cfg.limit;
+}
+
+/* The pool could not serve: rc is cp_tcache_alloc's. Out of memory, the
+ * other cudapool processes are asked to give back (coop.h) and the
+ * allocation is tried once more. */
 static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, cp_device_t *dev, size_t size,
+                                                               uint64_t stream, uint64_t key, uintptr_t *out,
                                                                int rc) {
-  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, cp_snapshot_after_oom());
+  cp_coop_result_t co = {0};
+  bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
+  if (asked) {
+    cp_coop_ask(&co);
+    if (co.released) rc = cp_tcache_alloc(pool, size, stream, key, out);
+    if (rc == 0) {
+      say_avoided(cp_device_id(dev), size, &co);
+      return CP_SERVED;
+    }
+  }
+  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, asked ? &co : NULL, cp_snapshot_after_oom());
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
   /* Without a limit the pool gave back all it could, and a failure other
@@ -205,7 +257,10 @@ alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_
   if (!pool) pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
   int rc = cp_tcache_alloc(pool, size, stream, key, out);
-  if (rc != 0) return not_served(pool, dev, size, rc);
+  if (rc != 0) {
+    cp_alloc_verdict_t verdict = not_served(pool, dev, size, stream, key, out, rc);
+    if (verdict != CP_SERVED) return verdict;
+  }
   if (__builtin_expect(cp_stacks_on, 0)) record_site(*out, size);
   return CP_SERVED;
 }

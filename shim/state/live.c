@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "state/coop.h"
 #include "state/device.h"
 #include "live_layout.h"
 #include "state/outputs.h"
@@ -69,21 +70,35 @@ static void publish(cp_live_segment_t *to) {
   atomic_store_explicit(&to->seq, s + 2, memory_order_release);
 }
 
+/* A give-back request (coop.h): answered before the counters are
+ * published, so that they show what it released. A process whose own
+ * cooperation is off gives nothing and says so at once (0 bytes). */
+static void give_back(cp_live_segment_t *s, uint32_t give) {
+  uint64_t released = cp_coop_wanted() ? cp_coop_give_back() : 0;
+  atomic_store_explicit(&s->give_released, released, memory_order_relaxed);
+  atomic_store_explicit(&s->give_answered, give, memory_order_release);
+  futex_wake_all(&s->give_answered);
+}
+
 static void *publisher(void *unused) {
   (void)unused;
   cp_live_segment_t *s = NULL;
-  uint32_t seen = 0;
+  uint32_t seen = 0, gave = 0;
   for (;;) {
     cp_live_segment_t *now = atomic_load_explicit(&seg, memory_order_acquire);
     if (now != s) {
       s = now; /* a new segment (a failed exec): its requests count from 0 */
-      seen = 0;
+      seen = gave = 0;
     }
     uint32_t asked = atomic_load_explicit(&s->request, memory_order_acquire);
     if (asked == seen) {
       futex_wait(&s->request, seen);
       continue;
     }
+    /* An asker moves give_request before request: seen here. */
+    uint32_t give = atomic_load_explicit(&s->give_request, memory_order_acquire);
+    if (give != gave) give_back(s, give);
+    gave = give;
     publish(s);
     seen = asked;
     atomic_store_explicit(&s->answered, asked, memory_order_release);
@@ -127,6 +142,7 @@ static int make_segment(cp_live_segment_t **out) {
   s->stats_size = sizeof(cudapool_stats_t);
   s->pid = (int64_t)getpid();
   s->start_time = cp_live_start_time((long)getpid());
+  snprintf(s->group, sizeof s->group, "%s", cp_opts.shared_name);
   publish(s);
   /* The layout last, released: a reader that sees it sees the rest. */
   atomic_store_explicit(&s->layout, CP_LIVE_LAYOUT, memory_order_release);

@@ -87,15 +87,20 @@ static char **make_env(int how, const char *const *env, char *preload, size_t ca
   size_t n = 0, extra = 0;
   while (environ[n]) n++;
   while (env && env[extra]) extra++;
-  char **out = calloc(n + extra + 3, sizeof *out);
+  char **out = calloc(n + extra + 4, sizeof *out);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (!dropped(environ[i])) out[k++] = environ[i];
-  bool interval_given = false;
+  bool interval_given = false, coop_given = false;
   for (size_t i = 0; i < extra; i++) {
     out[k++] = (char *)env[i];
     interval_given |= strncmp(env[i], "CUDAPOOL_RECLAIM_INTERVAL=", 26) == 0;
+    coop_given |= strncmp(env[i], "CUDAPOOL_COOP_WAIT=", 19) == 0;
   }
+  /* Cooperation empties other processes' caches on an out-of-memory: off
+   * unless a test asks for it (coop_mt.c), so that tests running at once
+   * do not empty each other's caches. */
+  if (!coop_given) out[k++] = "CUDAPOOL_COOP_WAIT=0";
   /* The reclaimer's passes come with time, not with the program's calls:
    * off unless a test asks for it (reclaim_mt.c), so that exact figures
    * after exact sequences stay exact. */

@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uthash.h>
@@ -106,6 +107,9 @@ struct fc_state {
   int ndev;
   size_t capacity;
   size_t used[FC_MAX_DEVICES];
+  /* FAKECUDA_SHARED_MEM: every process's used bytes per device, in a
+   * shared file (state.c), or NULL: each process has the device alone. */
+  _Atomic uint64_t *shared_used;
   long fail_after; /* cudaMalloc calls left before injected failures; -1 off */
   fc_alloc *allocs;
   size_t nallocs, capallocs;

@@ -10,6 +10,7 @@
  * synchronisation, see clock.c). */
 #include "fake.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,21 +41,37 @@ fc_alloc *fc_alloc_containing(const void *p) {
   return (uintptr_t)p - (uintptr_t)a->base < a->size ? a : NULL;
 }
 
+/* With FAKECUDA_SHARED_MEM: charge every process's counter, or fail when
+ * the device (all processes together) has not that much left. */
+static bool shared_charge(int dev, size_t charged) {
+  if (!fc.shared_used) return true;
+  uint64_t used = atomic_load(&fc.shared_used[dev]);
+  do {
+    if (charged > fc.capacity - (used < fc.capacity ? used : fc.capacity)) return false;
+  } while (!atomic_compare_exchange_weak(&fc.shared_used[dev], &used, used + charged));
+  return true;
+}
+
+static void shared_uncharge(int dev, size_t charged) {
+  if (fc.shared_used && charged) atomic_fetch_sub(&fc.shared_used[dev], charged);
+}
+
 cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **out) {
   if (size > SIZE_MAX - 2 * FC_MMAP_MIN) return cudaErrorMemoryAllocation;
   size_t charged = (size + FC_ALIGN - 1) & ~(size_t)(FC_ALIGN - 1);
   int on_device = kind != FC_HOST;
   if (on_device && charged > fc.capacity - fc.used[dev]) return cudaErrorMemoryAllocation;
+  if (on_device && !shared_charge(dev, charged)) return cudaErrorMemoryAllocation;
   fc_alloc a = {.size = size, .charged = on_device ? charged : 0, .device = dev, .kind = kind};
   if (charged >= FC_MMAP_MIN) {
     a.maplen = (charged + 4095) & ~(size_t)4095;
     void *m =
         mmap(NULL, a.maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
+    if (m == MAP_FAILED) return shared_uncharge(dev, a.charged), cudaErrorMemoryAllocation;
     a.base = m;
   } else {
     a.base = aligned_alloc(FC_ALIGN, charged);
-    if (!a.base) return cudaErrorMemoryAllocation;
+    if (!a.base) return shared_uncharge(dev, a.charged), cudaErrorMemoryAllocation;
   }
   if (fc.nallocs == fc.capallocs) {
     size_t cap = fc.capallocs ? 2 * fc.capallocs : 256;
@@ -75,6 +92,7 @@ cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **o
 void fc_alloc_release(fc_alloc *a) {
   if (a->pool) fc_mempool_released(a);
   fc.used[a->device] -= a->charged;
+  shared_uncharge(a->device, a->charged);
   if (a->maplen)
     munmap(a->base, a->maplen);
   else
@@ -182,7 +200,8 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total) {
   if (!free_bytes || !total) return fc_leave(cudaErrorInvalidValue);
   int dev = fc_cur_device();
   *total = fc.capacity;
-  *free_bytes = fc.capacity - fc.used[dev];
+  size_t used = fc.shared_used ? (size_t)atomic_load(&fc.shared_used[dev]) : fc.used[dev];
+  *free_bytes = used < fc.capacity ? fc.capacity - used : 0;
   return fc_leave(cudaSuccess);
 }
 

@@ -9,6 +9,10 @@
  *   FAKECUDA_MEMORY             bytes per device, K/M/G/T suffixes (16G)
  *   FAKECUDA_FAIL_MALLOC_AFTER  cudaMalloc calls that succeed before every
  *                               later one fails (default: never)
+ *   FAKECUDA_SHARED_MEM         a file holding the used bytes of every
+ *                               device, shared by every process that names
+ *                               it: they compete for FAKECUDA_MEMORY
+ *                               (made and zeroed by the first; default: none)
  *
  * Invariants: fc.lock is held between fc_enter and fc_leave and nowhere
  * else; cudaErrorNotReady is never stored as the last error (natively a
@@ -16,6 +20,10 @@
 #include "fake.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +92,23 @@ static void thread_exit(void *unused) {
   pthread_mutex_unlock(&fc.lock);
 }
 
+/* FAKECUDA_SHARED_MEM: the counters are mapped from the file; updated
+ * with atomics only (mem.c), so processes need no lock between them. */
+static void map_shared_mem(const char *path) {
+  size_t len = FC_MAX_DEVICES * sizeof(uint64_t);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  struct stat st;
+  void *m = MAP_FAILED;
+  if (fd >= 0 && fstat(fd, &st) == 0 && ((size_t)st.st_size >= len || ftruncate(fd, (off_t)len) == 0))
+    m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (fd >= 0) close(fd);
+  if (m == MAP_FAILED) {
+    fprintf(stderr, "fakecuda: FAKECUDA_SHARED_MEM=%s ignored (%s)\n", path, strerror(errno));
+    return;
+  }
+  fc.shared_used = m;
+}
+
 static void init_once(void) {
   const char *e = getenv("FAKECUDA_DEVICES");
   fc.ndev = 1;
@@ -102,6 +127,8 @@ static void init_once(void) {
   }
   e = getenv("FAKECUDA_FAIL_MALLOC_AFTER");
   if (e && *e) fc.fail_after = atol(e);
+  e = getenv("FAKECUDA_SHARED_MEM");
+  if (e && *e) map_shared_mem(e);
   pthread_key_create(&thread_key, thread_exit);
   for (int d = 0; d < FC_MAX_DEVICES; d++) {
     fc_stream_link(&fc.legacy[d], FC_STREAM_LEGACY, d, 0);

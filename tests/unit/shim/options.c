@@ -491,6 +491,12 @@ ParameterizedTestParameters(warnings, exact_text) {
        "cudapool: warning: CUDAPOOL_LIMIT=\"8\\x0aG\\\"\\\\\\x1b\" is not a size (accepted: "
        "bytes with optional K/M/G/T suffix, or N% of device memory); running WITHOUT a "
        "limit\n"},
+      {"CUDAPOOL_SHARED_NAME", "job A",
+       "cudapool: warning: CUDAPOOL_SHARED_NAME=\"job A\" is not a name (accepted: 1 to 63 letters, digits, "
+       "'.', '_' or '-'); using the default (none: every process)\n"},
+      {"CUDAPOOL_COOP_WAIT", "60001",
+       "cudapool: warning: CUDAPOOL_COOP_WAIT=\"60001\" is not a duration (accepted: a whole number of "
+       "milliseconds from 0 to 60000); using the default (200 ms)\n"},
       /* and cut after 64 bytes */
       {"CUDAPOOL_MODE", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaz",
        "cudapool: warning: CUDAPOOL_MODE=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -788,4 +794,23 @@ Test(docs, options_md_defaults_are_the_tables) {
     for (size_t i = 0; i < cp_option_count(); i++) known = known || strcmp(name, cp_option_name(i)) == 0;
     cr_expect(known, "docs/OPTIONS.md documents %s, which the option table lacks", name);
   }
+}
+
+/* Cooperation between processes (shim/state/coop.c): on by default. */
+Test(options, cooperation_read) {
+  cp_options_t o;
+  char warned[1024];
+  load(&o, warned, sizeof warned);
+  cr_assert(eq(u32, o.coop_wait_ms, 200));
+  cr_assert(eq(str, o.shared_name, ""));
+  fake_set("CUDAPOOL_COOP_WAIT", "0");
+  fake_set("CUDAPOOL_SHARED_NAME", "job-A_1.x");
+  load(&o, warned, sizeof warned);
+  cr_assert(eq(str, warned, ""));
+  cr_assert(eq(u32, o.coop_wait_ms, 0));
+  cr_assert(eq(str, o.shared_name, "job-A_1.x"));
+  /* 64 bytes: one too many for the segment's group */
+  fake_set("CUDAPOOL_SHARED_NAME", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  load(&o, warned, sizeof warned);
+  cr_assert(eq(str, o.shared_name, ""));
 }

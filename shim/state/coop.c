@@ -1,0 +1,142 @@
+/* coop.c: cooperation between cudapool processes (see coop.h for the rules
+ * and common/live_layout.h for the give-back words).
+ *
+ * Why the publisher thread answers and not the reclaimer: the publisher
+ * already sleeps on a futex in the shared segment, where another process
+ * can wake it, and exists whenever the segment does; the reclaimer sleeps
+ * on a private futex and runs only with a cache cap or an idle release.
+ *
+ * Invariants: the asker maps a peer's file only after fstat says it is a
+ * regular file of this user at least sizeof(cp_live_segment_t) long, maps
+ * exactly that, and unmaps every mapping before it returns; it waits only
+ * with a timeout that ends by its deadline; it never writes a peer's
+ * segment but the two request words (atomic adds). */
+#include "state/coop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live_layout.h"
+#include "state/capture.h"
+#include "state/device.h"
+#include "state/live.h"
+#include "state/shim.h"
+#include "util.h"
+
+_Static_assert(CP_LIVE_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUDAPOOL_SHARED_NAME");
+
+#define MAX_PEERS 64 /* asked at once; more peers than this are not asked */
+
+typedef struct peer {
+  cp_live_segment_t *seg;
+  uint32_t ticket; /* the give request this asker made */
+  bool answered;
+} peer_t;
+
+bool cp_coop_wanted(void) { return cp_opts.coop_wait_ms > 0 && !cp_opts.disable; }
+
+bool cp_coop_on(void) { return cp_coop_wanted() && cp_live_active(); }
+
+/* The peer's segment at path, mapped and checked (coop.h), or NULL. */
+static cp_live_segment_t *open_peer(const char *path) {
+  const char *dot = strrchr(path, '.');
+  char *end;
+  errno = 0;
+  long pid = dot ? strtol(dot + 1, &end, 10) : 0;
+  if (!dot || errno || end == dot + 1 || *end != '\0' || pid <= 0 || pid == (long)getpid()) return NULL;
+  /* O_NONBLOCK: a FIFO planted under the name must not block the open. */
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return NULL;
+  struct stat st;
+  void *m = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      st.st_size >= (off_t)sizeof(cp_live_segment_t))
+    m = mmap(NULL, sizeof(cp_live_segment_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return NULL;
+  cp_live_segment_t *s = m;
+  bool good = atomic_load_explicit(&s->layout, memory_order_acquire) == CP_LIVE_LAYOUT &&
+              memcmp(s->magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC) == 0 &&
+              s->stats_size == sizeof(cudapool_stats_t) && s->pid == (int64_t)pid &&
+              memchr(s->group, '\0', sizeof s->group) != NULL && strcmp(s->group, cp_opts.shared_name) == 0 &&
+              kill((pid_t)pid, 0) == 0 && s->start_time != 0 && s->start_time == cp_live_start_time(pid);
+  if (!good) {
+    munmap(m, sizeof(cp_live_segment_t));
+    return NULL;
+  }
+  return s;
+}
+
+static void wake(_Atomic uint32_t *word) {
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Whether p's answer has come; waits for it until deadline at most. */
+static bool wait_answer(peer_t *p, uint64_t deadline) {
+  for (;;) {
+    uint32_t got = atomic_load_explicit(&p->seg->give_answered, memory_order_acquire);
+    /* Wrap-safe: an answer to this ticket or a later one. */
+    if ((int32_t)(got - p->ticket) >= 0) return true;
+    uint64_t now = cp_monotonic_ns();
+    if (now >= deadline) return false;
+    struct timespec rel = {.tv_sec = (time_t)((deadline - now) / 1000000000u),
+                           .tv_nsec = (long)((deadline - now) % 1000000000u)};
+    syscall(SYS_futex, (uint32_t *)&p->seg->give_answered, FUTEX_WAIT, got, &rel, NULL, 0);
+  }
+}
+
+void cp_coop_ask(cp_coop_result_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!cp_coop_on()) return;
+  uint64_t deadline = cp_monotonic_ns() + (uint64_t)cp_opts.coop_wait_ms * 1000000u;
+  char pattern[96];
+  snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.*", (unsigned long)geteuid());
+  glob_t g;
+  if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0) return;
+  peer_t peers[MAX_PEERS];
+  unsigned n = 0;
+  for (size_t i = 0; i < g.gl_pathc && n < MAX_PEERS; i++) {
+    cp_live_segment_t *s = open_peer(g.gl_pathv[i]);
+    if (!s) continue;
+    peers[n] = (peer_t){.seg = s, .ticket = atomic_fetch_add(&s->give_request, 1) + 1};
+    /* The publisher sleeps on `request`: moving it is what wakes it. */
+    atomic_fetch_add(&s->request, 1);
+    wake(&s->request);
+    n++;
+  }
+  globfree(&g);
+  out->asked = n;
+  for (unsigned i = 0; i < n; i++) {
+    if (wait_answer(&peers[i], deadline)) {
+      out->answered++;
+      out->released += atomic_load_explicit(&peers[i].seg->give_released, memory_order_acquire);
+    }
+    munmap(peers[i].seg, sizeof(cp_live_segment_t));
+  }
+}
+
+uint64_t cp_coop_give_back(void) {
+  uint64_t released = 0;
+  int next = 0;
+  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
+    cp_pool_t *pool = cp_device_pool_if_any(dev);
+    /* A cudaFree during a capture in global mode would break it: then
+     * nothing goes back, and the answer says 0. */
+    if (!pool || !cp_capture_none_lock()) continue;
+    released += cp_empty_cache(pool);
+    cp_capture_unlock();
+  }
+  return released;
+}

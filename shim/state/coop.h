@@ -1,0 +1,49 @@
+/* coop.h: cooperation between cudapool processes that share a GPU (issue
+ * 26, item 2; docs/DESIGN.md, "Cooperation between processes"): a process
+ * out of device memory asks its peers to give their idle caches back.
+ *
+ * Rules:
+ *   - on only with CUDAPOOL_COOP_WAIT > 0 and this process's live segment
+ *     (CUDAPOOL_LIVE): the request travels through the peers' segments
+ *     (common/live_layout.h, layout 2);
+ *   - peers are this user's live segments in CP_LIVE_DIR of the same
+ *     CUDAPOOL_SHARED_NAME ("" matches ""), other than this process's;
+ *     a file is used only when it is a regular file of this user, at least
+ *     a layout-2 segment long (checked on the descriptor before mapping,
+ *     and only that much is mapped), with the magic, layout, stats size,
+ *     the pid its name says, alive, with the start time it says: a
+ *     truncated, forged or foreign file is skipped, never waited on;
+ *   - the asker waits at most CUDAPOOL_COOP_WAIT ms in all, on its own
+ *     (already failed) allocation's thread: a stopped or hung peer costs it
+ *     that wait and nothing more;
+ *   - a peer answers on its live publisher thread (live.c), which already
+ *     sleeps on its segment's shared futex: it empties every pool's cache
+ *     (cp_empty_cache: blocks in use stay, pending ones become ready after
+ *     a barrier or their fences, as for cudapool_empty_cache), releasing
+ *     only while no stream capture is in progress;
+ *   - nothing here prints; serve.c words the outcome. */
+#ifndef CUDAPOOL_SHIM_COOP_H
+#define CUDAPOOL_SHIM_COOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cp_coop_result {
+  unsigned asked;    /* peers whose segment got the request */
+  unsigned answered; /* of those, peers that answered within the wait */
+  uint64_t released; /* bytes their answers say went back to the device */
+} cp_coop_result_t;
+
+/* Whether an out-of-memory asks peers (CUDAPOOL_COOP_WAIT > 0). */
+bool cp_coop_wanted(void);
+/* Whether it can: wanted, and this process has a live segment. */
+bool cp_coop_on(void);
+/* Ask every peer to give back, wait for their answers (at most
+ * CUDAPOOL_COOP_WAIT ms in all), and say what came of it in *out. */
+void cp_coop_ask(cp_coop_result_t *out);
+/* The peer's side, on the publisher thread: empty every pool's cache;
+ * the bytes released. */
+uint64_t cp_coop_give_back(void);
+
+#endif

@@ -1,0 +1,123 @@
+/* coop_mt.c: cooperation between processes on one GPU (issue 26, item 2;
+ * shim/state/coop.c): a process out of device memory asks the other
+ * cudapool processes of its group to give their idle caches back.
+ * Threaded (each peer answers on its publisher thread): runs under TSan.
+ *
+ * Decisions pinned here, documented in docs/OPTIONS.md and docs/USAGE.md:
+ *   - two processes on a 4 GiB device, the first holding 3 GiB freed: the
+ *     second's 3 GiB succeeds natively; under the shim it fails with
+ *     CUDAPOOL_COOP_WAIT=0, and succeeds with cooperation on, saying so in
+ *     one exact line;
+ *   - a stopped peer (SIGSTOP) does not answer: the allocation fails after
+ *     the wait, and the out-of-memory line says 1 asked, 0 answered;
+ *   - a truncated or forged segment under a live pid is not asked;
+ *   - with CUDAPOOL_LIVE=0 no one is asked, and the line says why.
+ * Each test names its own group (CUDAPOOL_SHARED_NAME) and its own shared
+ * device file (FAKECUDA_SHARED_MEM), so tests running at once do not meet.
+ * Program: tests/programs/runtime/coop.c. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "it_check.h"
+#include "live_layout.h"
+
+static char group[64], shared[128], group_env[96], shared_env[160];
+
+static void mk(void) {
+  static int n;
+  snprintf(group, sizeof group, "coop-it-%ld-%d", (long)getpid(), n++);
+  snprintf(shared, sizeof shared, "/tmp/cp-coop-%s", group);
+  unlink(shared);
+  snprintf(group_env, sizeof group_env, "CUDAPOOL_SHARED_NAME=%s", group);
+  snprintf(shared_env, sizeof shared_env, "FAKECUDA_SHARED_MEM=%s", shared);
+}
+
+static void rm(void) { unlink(shared); }
+
+TestSuite(coop, .init = mk, .fini = rm);
+
+#define ENV(...) IT_ARGS("FAKECUDA_MEMORY=4G", group_env, shared_env, __VA_ARGS__)
+
+static const char *const avoided =
+    "cudapool: out of memory on device 0 avoided: asked 3.00 GiB; asked 1 other cudapool processes to give "
+    "back: 1 answered, 3.00 GiB came back\n";
+
+Test(coop, a_peers_idle_cache_comes_back) {
+  it_result n = {0}, s = {0};
+  it_same(&n, &s, ENV("CUDAPOOL_COOP_WAIT=5000"), "coop", IT_ARGS("pair"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  cr_assert(eq(str, (char *)s.err, (char *)avoided));
+  it_free(&n);
+  it_free(&s);
+}
+
+Test(coop, off_the_cache_of_a_peer_stays) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=0"), "coop", IT_ARGS("pair"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 0), "%s\n%s", s.out, s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "cudapool: out of memory on device 0: asked 3.00 GiB"), 1), "%s", s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "give back"), 0), "%s", s.err);
+  it_free(&s);
+}
+
+Test(coop, a_stopped_peer_bounds_the_wait) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=100"), "coop", IT_ARGS("pair", "stop"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 0), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  cr_assert(eq(int,
+               it_count_lines(s.err, "; asked 1 other cudapool processes to give back: 0 answered, 0 B came back"),
+               1),
+            "%s", s.err);
+  it_free(&s);
+}
+
+/* A file at dir's name for a live pid that is no cudapool process. */
+static void plant(const char *path, size_t size, bool forged) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  cr_assert(ge(int, fd, 0), "%s", path);
+  cr_assert(eq(int, ftruncate(fd, (off_t)size), 0));
+  if (forged) {
+    cp_live_segment_t seg = {0};
+    memcpy(seg.magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC);
+    seg.layout = CP_LIVE_LAYOUT;
+    seg.stats_size = sizeof(cudapool_stats_t);
+    seg.pid = (int64_t)getppid();
+    seg.start_time = 1; /* not the pid's */
+    snprintf(seg.group, sizeof seg.group, "%s", group);
+    cr_assert(eq(long, (long)pwrite(fd, &seg, sizeof seg, 0), (long)sizeof seg));
+  }
+  close(fd);
+}
+
+Test(coop, truncated_and_forged_segments_are_not_asked) {
+  char truncated[128], forged[128];
+  snprintf(truncated, sizeof truncated, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
+           (long)getpid());
+  snprintf(forged, sizeof forged, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
+           (long)getppid());
+  plant(truncated, 100, false);
+  plant(forged, sizeof(cp_live_segment_t), true);
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000"), "coop", IT_ARGS("pair"));
+  unlink(truncated);
+  unlink(forged);
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)s.err, (char *)avoided));
+  it_free(&s);
+}
+
+Test(coop, without_live_stats_no_one_is_asked) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=200", "CUDAPOOL_LIVE=0"), "coop", IT_ARGS("pair"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 0), "%s\n%s", s.out, s.err);
+  cr_assert(eq(int,
+               it_count_lines(s.err, "; other cudapool processes not asked to give back: CUDAPOOL_COOP_WAIT needs "
+                                     "CUDAPOOL_LIVE"),
+               1),
+            "%s", s.err);
+  it_free(&s);
+}
