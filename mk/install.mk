@@ -4,8 +4,11 @@
 #                              the library and its two links (mk/shim.mk)
 #   include/cudapool.h         the control API
 #   lib/pkgconfig/cudapool.pc  from mk/cudapool.pc.in, with PREFIX and VERSION
-#   bin/cudapool, bin/cudapool-replay, bin/cudapool-plot, bin/cudapool-stats
+#   bin/cudapool, bin/cudapool-replay, bin/cudapool-plot, bin/cudapool-stats,
+#   bin/cudapool-view, bin/cudapool-export
 #                              (INSTALL_PROGRAMS)
+#   share/cudapool/cpviz/*     the viewer's package (scripts/cpviz), which
+#                              cudapool-view and cudapool-export look for there
 #   share/man/man1/cudapool.1  from docs/cudapool.1
 # The layout under PREFIX is fixed: the installed launcher finds the library
 # as ../lib/libcudapool.so from its own folder. uninstall removes exactly
@@ -15,18 +18,22 @@
 # to INSTALL_PROGRAMS before this file is included (Makefile includes it
 # last).
 
-INSTALL_PROGRAMS += scripts/cudapool $(REPLAY_BIN) scripts/cudapool-plot
+INSTALL_PROGRAMS += scripts/cudapool $(REPLAY_BIN) scripts/cudapool-plot scripts/cudapool-view \
+                    scripts/cudapool-export
+CPVIZ_FILES := $(sort $(wildcard scripts/cpviz/*.py scripts/cpviz/*.js scripts/cpviz/*.css))
 
 INSTALL_BINDIR := $(DESTDIR)$(PREFIX)/bin
 INSTALL_LIBDIR := $(DESTDIR)$(PREFIX)/lib
 INSTALL_INCDIR := $(DESTDIR)$(PREFIX)/include
 INSTALL_PCDIR  := $(DESTDIR)$(PREFIX)/lib/pkgconfig
 INSTALL_MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+INSTALL_CPVIZDIR := $(DESTDIR)$(PREFIX)/share/cudapool/cpviz
 
 INSTALLED_FILES := $(addprefix $(INSTALL_LIBDIR)/,$(SHIM_REAL_NAME) $(SHIM_SONAME) libcudapool.so) \
                    $(INSTALL_INCDIR)/cudapool.h $(INSTALL_PCDIR)/cudapool.pc \
                    $(addprefix $(INSTALL_BINDIR)/,$(notdir $(INSTALL_PROGRAMS))) \
-                   $(INSTALL_MANDIR)/cudapool.1
+                   $(INSTALL_MANDIR)/cudapool.1 \
+                   $(addprefix $(INSTALL_CPVIZDIR)/,$(notdir $(CPVIZ_FILES)))
 
 # The prefix goes into cudapool.pc and is where the launcher is run from:
 # a relative one would name a different place from every other folder.
@@ -34,10 +41,11 @@ check_prefix = @case '$(PREFIX)' in /*) ;; *) \
   echo "make $@: PREFIX must be an absolute path, not \"$(PREFIX)\"" >&2; exit 2 ;; esac
 
 .PHONY: install uninstall
-install: $(BUILD)/$(SHIM_REAL_NAME) $(INSTALL_PROGRAMS) include/cudapool.h mk/cudapool.pc.in docs/cudapool.1
+install: $(BUILD)/$(SHIM_REAL_NAME) $(INSTALL_PROGRAMS) include/cudapool.h mk/cudapool.pc.in docs/cudapool.1 \
+         $(CPVIZ_FILES)
 	$(check_prefix)
 	$(Q)install -d '$(INSTALL_BINDIR)' '$(INSTALL_LIBDIR)' '$(INSTALL_INCDIR)' '$(INSTALL_PCDIR)' \
-	  '$(INSTALL_MANDIR)'
+	  '$(INSTALL_MANDIR)' '$(INSTALL_CPVIZDIR)'
 	$(call say,INSTALL,$(INSTALL_LIBDIR)/$(SHIM_REAL_NAME))install -m 755 $(BUILD)/$(SHIM_REAL_NAME) \
 	  '$(INSTALL_LIBDIR)/'
 	$(Q)ln -sfn $(SHIM_REAL_NAME) '$(INSTALL_LIBDIR)/$(SHIM_SONAME)'
@@ -49,11 +57,14 @@ install: $(BUILD)/$(SHIM_REAL_NAME) $(INSTALL_PROGRAMS) include/cudapool.h mk/cu
 	$(call say,INSTALL,$(INSTALL_BINDIR)/ $(notdir $(INSTALL_PROGRAMS)))install -m 755 \
 	  $(INSTALL_PROGRAMS) '$(INSTALL_BINDIR)/'
 	$(call say,INSTALL,$(INSTALL_MANDIR)/cudapool.1)install -m 644 docs/cudapool.1 '$(INSTALL_MANDIR)/'
+	$(call say,INSTALL,$(INSTALL_CPVIZDIR)/)install -m 644 $(CPVIZ_FILES) '$(INSTALL_CPVIZDIR)/'
 
 uninstall:
 	$(check_prefix)
 	$(call say,RM,$(DESTDIR)$(PREFIX): the files install put there)rm -f \
 	  $(foreach f,$(INSTALLED_FILES),'$(f)')
-	$(Q)for d in '$(INSTALL_MANDIR)' '$(DESTDIR)$(PREFIX)/share/man' '$(DESTDIR)$(PREFIX)/share' \
+	$(Q)rm -rf '$(INSTALL_CPVIZDIR)/__pycache__' # what Python wrote when the viewer ran
+	$(Q)for d in '$(INSTALL_CPVIZDIR)' '$(DESTDIR)$(PREFIX)/share/cudapool' \
+	  '$(INSTALL_MANDIR)' '$(DESTDIR)$(PREFIX)/share/man' '$(DESTDIR)$(PREFIX)/share' \
 	  '$(INSTALL_PCDIR)' '$(INSTALL_LIBDIR)' '$(INSTALL_INCDIR)' '$(INSTALL_BINDIR)'; do \
 	  [ ! -d "$$d" ] || rmdir --ignore-fail-on-non-empty "$$d"; done

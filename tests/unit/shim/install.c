@@ -109,6 +109,19 @@ static const char installed[] = "f 644 " D "/include/cudapool.h \n"
                                 "f 644 " D "/share/man/man1/cudapool.1 \n"
                                 "f 755 " D "/bin/cudapool \n"
                                 "f 755 " D "/bin/cudapool-plot \n"
+                                "f 755 " D "/bin/cudapool-view \n"
+                                "f 755 " D "/bin/cudapool-export \n"
+                                "f 644 " D "/share/cudapool/cpviz/__init__.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/inputs.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/memviz.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/page.css \n"
+                                "f 644 " D "/share/cudapool/cpviz/page.js \n"
+                                "f 644 " D "/share/cudapool/cpviz/page.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/perfetto.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/recording.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/snapshot.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/timeline.py \n"
+                                "f 644 " D "/share/cudapool/cpviz/trace.py \n"
                                 "f 755 " D "/bin/cudapool-replay \n"
                                 "f 755 " D "/bin/cudapool-stats \n"
                                 "f 755 " D "/lib/" LIBFILE " \n"
@@ -143,6 +156,8 @@ Test(install, the_tree_files_modes_and_links) {
   same_file("docs/cudapool.1", "share/man/man1/cudapool.1");
   same_file("scripts/cudapool", "bin/cudapool");
   same_file("scripts/cudapool-plot", "bin/cudapool-plot");
+  same_file("scripts/cudapool-view", "bin/cudapool-view");
+  same_file("scripts/cpviz/page.js", "share/cudapool/cpviz/page.js");
 }
 
 Test(install, the_library_carries_its_soname) {
@@ -165,6 +180,16 @@ Test(install, the_launcher_finds_what_was_installed) {
   fmt(cmd, sizeof cmd, "env -i PATH=/usr/bin:/bin '%s" PREFIX "/bin/cudapool' replay --help 2>&1", destdir);
   cr_assert(eq(int, run(cmd, out, sizeof out), 0), "%s", out);
   cr_assert(eq(int, strncmp(out, "usage: cudapool-replay", 22), 0), "%s", out);
+  /* The viewer finds its package in share/cudapool: a page from a bundled
+   * trace, written outside the source tree. */
+  char root[PATH_MAX];
+  cr_assert(ne(ptr, getcwd(root, sizeof root), NULL));
+  fmt(cmd, sizeof cmd,
+      "cd / && env -i PATH=/usr/bin:/bin '%s" PREFIX "/bin/cudapool' view '%s/traces/transformer.csv.gz' "
+      "-o '%s/view.html' >/dev/null 2>&1; echo status=$?; head -c 15 '%s/view.html'",
+      destdir, root, destdir, destdir);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0), "%s", out);
+  cr_assert(eq(str, out, "status=0\n<!DOCTYPE html>"), "%s", out);
 }
 
 /* pkg-config reads the installed cudapool.pc; a program built with its
