@@ -138,8 +138,13 @@ void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
   uintptr_t key[CP_STACKS_MAX_DEPTH + 2 * PY_MAX];
   cp_pyframe_t py[PY_MAX];
   int n = backtrace(walked, (int)depth + OWN_FRAMES_MAX);
+  /* The program's frames start after cudapool's last one: not after its
+   * first run of them, since a sanitizer's backtrace() interceptor is the
+   * innermost frame there. cudapool calls nothing of the program's on this
+   * path, so no frame of its lies below the program's. */
   int first = 0;
-  while (first < n && (uintptr_t)walked[first] >= own_lo && (uintptr_t)walked[first] < own_hi) first++;
+  for (int i = 0; i < n; i++)
+    if ((uintptr_t)walked[i] >= own_lo && (uintptr_t)walked[i] < own_hi) first = i + 1;
   unsigned n_native = 0;
   for (int i = first; i < n && n_native < depth; i++) key[n_native++] = (uintptr_t)walked[i];
   unsigned n_py = cp_pyframes_capture(py, PY_MAX);
@@ -210,9 +215,13 @@ static frame_name_t name_of(uintptr_t pc) {
   return f;
 }
 
-/* Frames of the runtime, the driver, libc and the loader: not the program's. */
+/* Frames of the runtime, the driver, libc, the loader and the sanitizers'
+ * runtimes (preloaded first, their interceptors sit between the program and
+ * cudapool): not the program's. */
 static bool is_system_object(const char *object) {
-  static const char *const prefixes[] = {"libcudapool", "libcudart", "libcuda", "libc.so", "libc-", "ld-linux", "ld.so"};
+  static const char *const prefixes[] = {"libcudapool", "libcudart", "libcuda", "libc.so",  "libc-",
+                                         "ld-linux",    "ld.so",     "libasan", "libubsan", "libtsan",
+                                         "liblsan",     "libclang_rt"};
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(object, prefixes[i], strlen(prefixes[i])) == 0) return true;
   return false;
