@@ -65,16 +65,16 @@ static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
   cp_device_leave(token);
 }
 
-/* An expandable segment's reserved range is its heap: its blocks' regions
- * lie in it whichever pages are mapped. */
+/* An expandable segment is no NVTX heap: compute-sanitizer refuses a heap
+ * over reserved, partly unmapped addresses ("nvtxMemHeapRegister failed:
+ * one or more of the parameters is invalid", then every region in it,
+ * measured on the H100), so its blocks are left to what the tool sees of
+ * the mapped pages. */
 static int cuda_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
-  int rc = cp_vmm_reserve(ctx, device, size, out);
-  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(ctx), *out, size);
-  return rc;
+  return cp_vmm_reserve(ctx, device, size, out);
 }
 
 static void cuda_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
-  if (cp_nvtx_on()) cp_nvtx_segment_removed(addr);
   cp_vmm_unreserve(ctx, device, addr, size);
 }
 

@@ -144,6 +144,13 @@ void cp_nvtx_block_handed_out(uintptr_t addr, size_t requested) {
 
 void cp_nvtx_block_freed(uintptr_t addr) {
   if (!nvtx_on) return;
+  /* Only blocks of a registered heap have a region (not an expandable
+   * segment's, nor one made before a reset this module handled). */
+  pthread_mutex_lock(&heaps_lock);
+  size_t i = first_ending_after(addr);
+  bool registered = i < n_heaps && heaps[i].base <= addr;
+  pthread_mutex_unlock(&heaps_lock);
+  if (!registered) return;
   nvtxMemRegionRef_t ref = {.pointer = (const void *)addr};
   nvtxMemRegionsUnregisterBatch_t batch = {
       .extCompatID = NVTX_EXT_COMPATID_MEM,

@@ -225,7 +225,12 @@ Test(shim_it, nvtx_device_reset_unregisters_its_heaps) {
  * device's 16 GiB) is one heap, its blocks regions of it whichever pages are
  * mapped; it goes when the range is given back (progs/drv_expandable, at the
  * driver level). */
-Test(shim_it, nvtx_expandable_segment_is_one_heap) {
+/* An expandable segment is no heap: compute-sanitizer refuses a heap over
+ * reserved, partly unmapped addresses and then every region in it (401
+ * warnings on the H100, memcheck stress CUDAPOOL_EXPANDABLE=1), so neither
+ * its range nor its blocks are registered; the range around empty_cache
+ * stays. */
+Test(shim_it, nvtx_expandable_segments_are_not_registered) {
   nvtx_run n;
   /* The fake driver by name, as tests/integration/driver/ do: a sanitizer's
    * dlopen interceptor does not search the program's RUNPATH. */
@@ -237,19 +242,9 @@ Test(shim_it, nvtx_expandable_segment_is_one_heap) {
   mask_addresses(n.log, masked, sizeof masked);
   cr_assert(eq(str, masked,
                "domain cudapool\n"
-               "heap+ 1 base=* size=17179869184\n"
-               "region+ heap=1 addr=* size=4194304\n"
-               "region+ heap=1 addr=* size=8388608\n"
-               "region+ heap=1 addr=* size=6291456\n"
-               "region- addr=*\n"
                "push cudapool_empty_cache\n"
                "pop\n"
-               "region+ heap=1 addr=* size=8388608\n"
-               "region- addr=*\n"
-               "region- addr=*\n"
-               "region- addr=*\n"
                "push cudapool_empty_cache\n"
-               "heap- 1\n"
                "pop\n"),
             "--- log\n%s--- stdout\n%s--- stderr\n%s", n.log, n.r.out, n.r.err);
   it_free(&n.r);
