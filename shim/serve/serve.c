@@ -219,7 +219,10 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
   bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
   if (asked) {
     cp_coop_ask(&co);
-    if (co.released) rc = cp_tcache_alloc(pool, size, stream, key, out);
+    /* Tried again once anyone answered, not only when its own answer counted
+     * bytes: a peer that emptied its cache for another asker first answers
+     * this one with 0, and the memory is free all the same. */
+    if (co.answered) rc = cp_tcache_alloc(pool, size, stream, key, out);
     if (rc == 0) {
       say_avoided(cp_device_id(dev), size, &co);
       return CP_SERVED;

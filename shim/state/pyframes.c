@@ -21,11 +21,12 @@ static struct {
   const char *(*as_utf8)(py_object *);
   void (*decref)(py_object *);
   void (*err_clear)(void);
+  void *(*current_tstate)(void); /* NULL when neither name is exported */
 } py;
 static bool py_ok;
 static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 
-#define PY_RESOLVE(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name)) != NULL
+#define PY_RESOLVE(field, name) ((*(void **)&py.field = dlsym(RTLD_DEFAULT, name)) != NULL)
 
 static void resolve(void) {
   py_ok = PY_RESOLVE(gil_check, "PyGILState_Check") && PY_RESOLVE(is_initialized, "Py_IsInitialized") &&
@@ -33,11 +34,17 @@ static void resolve(void) {
           PY_RESOLVE(frame_line, "PyFrame_GetLineNumber") && PY_RESOLVE(frame_back, "PyFrame_GetBack") &&
           PY_RESOLVE(get_attr, "PyObject_GetAttrString") && PY_RESOLVE(as_utf8, "PyUnicode_AsUTF8") &&
           PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_clear, "PyErr_Clear");
+  /* PyGILState_Check says 1 on every thread once the GIL-state check is off
+   * (subinterpreters turn it off): the thread's own state, read without a
+   * check, tells whether it runs Python at all. */
+  if (!PY_RESOLVE(current_tstate, "PyThreadState_GetUnchecked")) /* 3.13 */
+    (void)(PY_RESOLVE(current_tstate, "_PyThreadState_UncheckedGet"));
 }
 
 unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
   pthread_once(&py_once, resolve);
   if (!py_ok || !py.is_initialized() || !py.gil_check()) return 0;
+  if (py.current_tstate && !py.current_tstate()) return 0;
   unsigned n = 0;
   py_object *frame = py.get_frame(); /* borrowed */
   bool owned = false;

@@ -154,6 +154,16 @@ void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
   pthread_mutex_lock(&lock);
   stack_t *s = intern(key, n_native, n_py, py);
   int oom = 0;
+  /* A record left at this address by memory freed without a free the shim
+   * saw (cudaDeviceReset drops a pool's blocks): its bytes are no longer
+   * live, and uthash would keep both records under one key. */
+  live_block_t *stale;
+  HASH_FIND_PTR(live, &addr, stale);
+  if (stale) {
+    HASH_DEL(live, stale);
+    stale->stack->live_bytes -= stale->bytes, stale->stack->live_blocks--, live_total -= stale->bytes;
+    free(stale);
+  }
   if (s) {
     *rec = (live_block_t){.addr = addr, .stack = s, .bytes = requested};
 #undef uthash_nonfatal_oom
@@ -233,7 +243,7 @@ static void json_string(FILE *out, const char *s) {
     unsigned char c = (unsigned char)*s;
     if (c == '"' || c == '\\')
       fprintf(out, "\\%c", c);
-    else if (c < 0x20 || c >= 0x7f)
+    else if (c < 0x20 || c == 0x7f) /* UTF-8 (>= 0x80) passes as it is: JSON text is UTF-8 */
       fprintf(out, "\\u%04x", c);
     else
       fputc(c, out);

@@ -35,6 +35,20 @@ Test(sites, text_names_the_three_functions_with_exact_bytes_at_the_peak) {
   it_free(&r);
 }
 
+/* Blocks cudaDeviceReset dropped leave the table: the weights allocated
+ * again at the same address after a reset and freed are not "never freed",
+ * and the peak holds one block, not the old one and the new. */
+Test(sites, a_reset_drops_the_blocks_it_freed_from_the_sites) {
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_STATS=1", "CUDAPOOL_STACKS=1", NULL}, "sites",
+            IT_ARGS("reset"));
+  cr_assert(eq(long, it_val(&r, "sites", "errors", -1), 0), "%s", r.out);
+  cr_assert(eq(long, it_val(&r, "sites", "same_address", -1), 1), "the test needs the address reused: %s", r.out);
+  cr_assert(eq(ptr, strstr(r.err, "never freed"), NULL), "%s", r.err);
+  cr_assert(ne(ptr, strstr(r.err, "cudapool:   4194304 bytes in 1 block ("), NULL), "%s", r.err);
+  it_free(&r);
+}
+
 Test(sites, off_by_default_the_report_names_no_site) {
   it_result r;
   it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_STATS=1", NULL}, "sites", NULL);

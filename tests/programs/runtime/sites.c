@@ -3,7 +3,12 @@
  * (1 block), activations 2 x 3 MiB, scratch 512 KiB; then every block but
  * the weights is freed, so at exit only weights' 4 MiB is left. Built with
  * -rdynamic (mk/fakecudart.mk), exported, so that dladdr names them.
- * Prints "sites: errors=E". */
+ * Prints "sites: errors=E".
+ * `sites reset`: instead, the weights, cudaDeviceReset (which drops them
+ * without a free the shim sees), the weights again (at the same address on
+ * the fake device) and their free: nothing is left at exit. */
+#include <string.h>
+
 #include "progs.h"
 
 __attribute__((noinline, visibility("default"))) void *alloc_weights(void) {
@@ -21,7 +26,15 @@ __attribute__((noinline, visibility("default"))) void *alloc_scratch(void) {
   return cudaMalloc(&p, MiB / 2) == cudaSuccess ? p : NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "reset") == 0) {
+    void *before = alloc_weights();
+    int errors = !before + (cudaDeviceReset() != cudaSuccess);
+    void *after = alloc_weights();
+    errors += !after + (cudaFree(after) != cudaSuccess);
+    printf("sites: errors=%d same_address=%d\n", errors, before == after);
+    return 0;
+  }
   void *w = alloc_weights(), *a1 = alloc_activations(), *a2 = alloc_activations(), *s = alloc_scratch();
   int errors = !w + !a1 + !a2 + !s;
   errors += (cudaFree(a1) != cudaSuccess) + (cudaFree(a2) != cudaSuccess) + (cudaFree(s) != cudaSuccess);
