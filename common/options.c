@@ -124,6 +124,10 @@ static const cp_option_desc_t cp_option_table[] = {
     {"CUDAPOOL_LIVE", CP_OPT_BOOL, offsetof(cp_options_t, live), "1", DEFAULT_IS("1: live stats on"),
      "1/true/on/yes or 0/false/off/no",
      "1 = show the pool's counters to `cudapool stats PID` and `cudapool top` through /dev/shm"},
+    {"CUDAPOOL_LEARN_ORDER", CP_OPT_BOOL, offsetof(cp_options_t, learn_order), "1",
+     DEFAULT_IS("1: learned"), "1/true/on/yes or 0/false/off/no",
+     "1 = learn stream order from the work the program submits: while all of it goes to one stream, a freed "
+     "block is reused at once and other streams are ordered lazily; 0 = barriers only"},
     {"CUDAPOOL_RECLAIM_INTERVAL", CP_OPT_MS, offsetof(cp_options_t, reclaim_interval_ms), "100",
      DEFAULT_IS("100 ms"), "a whole number of milliseconds from 0 to 60000",
      "with CUDAPOOL_MAX_CACHED or CUDAPOOL_RELEASE_IDLE set, a thread of cudapool's makes freed blocks "

@@ -59,6 +59,7 @@ typedef struct cp_options {
   bool expandable;                /* CUDAPOOL_EXPANDABLE: large pool on CUDA virtual memory */
   uint64_t expandable_page;       /* CUDAPOOL_EXPANDABLE_PAGE: bytes mapped at a time (0: granularity) */
   bool live;                      /* CUDAPOOL_LIVE: counters readable by `cudapool stats PID` */
+  bool learn_order;               /* CUDAPOOL_LEARN_ORDER: reuse at once while all work is on one stream */
   unsigned arenas; /* CUDAPOOL_ARENAS: most pools per device (1..CP_OPTION_COUNT_MAX; 0: auto) */
   unsigned reclaim_interval_ms; /* CUDAPOOL_RECLAIM_INTERVAL: ms between the reclaimer's passes; 0 = off */
   unsigned release_idle_s;      /* CUDAPOOL_RELEASE_IDLE: seconds a free segment is kept; 0 = for ever */

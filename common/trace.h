@@ -63,6 +63,9 @@ void cp_trace_sync_device(void);
 #define CP_TRACE_CAPTURE_BEGIN "capture_begin"
 #define CP_TRACE_CAPTURE_END "capture_end"
 #define CP_TRACE_PER_THREAD_STREAM "per_thread_stream"
+/* The learned order changed mode (size: 0 EMPTY, 1 SOLE, 2 MIXED; stream:
+ * the stream that made it, or the new home after a recovery). */
+#define CP_TRACE_ORDER "order"
 #define CP_TRACE_SEGMENT_ALLOC "segment_alloc"
 /* action must be a string with static storage (a literal): the record keeps
  * the pointer and the line is formatted later. */

@@ -13,6 +13,7 @@
 #define CUDAPOOL_CORE_RULES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Same-thread reuse keys (a block freed by a thread handed back to it at
  * once) are safe only while all of that thread's work is ordered by its own
@@ -55,5 +56,20 @@ static inline bool cp_rule_ordering_allowed(unsigned captures, unsigned covered,
 static inline bool cp_rule_legacy_sync_covers_device(unsigned live_nonblocking, unsigned orphans) {
   return live_nonblocking == 0 && orphans == 0;
 }
+
+/* The learned stream order (shim/state/order.h): while every piece of work
+ * since its window began went to one stream (mode EMPTY or SOLE), a freed
+ * block may be reused by anyone at once, the other streams being made to
+ * wait for that stream at their first work; not while a capture runs (the
+ * waits owed could touch a capturing stream). Its reuse key, one for every
+ * thread, names the window: above every thread key (a counter), below the
+ * per-thread stream tags (bit 63) and the stream-ordered key. While it
+ * reuses at once a barrier costs nothing (no record, no wait: the shim's
+ * barrier is then virtual). */
+enum { CP_RULE_ORDER_EMPTY = 0, CP_RULE_ORDER_SOLE = 1, CP_RULE_ORDER_MIXED = 2 };
+static inline bool cp_rule_order_reuses_at_once(bool learning, unsigned mode, unsigned captures) {
+  return learning && mode != CP_RULE_ORDER_MIXED && captures == 0;
+}
+static inline uint64_t cp_rule_order_key(uint64_t window) { return ((uint64_t)1 << 62) | window; }
 
 #endif

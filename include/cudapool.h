@@ -52,7 +52,7 @@ typedef struct CUstream_st *cudaStream_t;
   X(num_free, "frees of pool blocks")                                           \
   X(hits, "allocations served from cached memory")                              \
   X(misses, "allocations that needed a new driver allocation")                  \
-  X(num_immediate_reuse, "hits on a block freed by the same thread and stream") \
+  X(num_immediate_reuse, "hits on a block reused at once by its key (thread, or learned stream order)") \
   X(num_device_alloc, "driver allocations made")                                \
   X(num_device_free, "driver allocations released")                             \
   X(num_barriers, "asynchronous device-wide barriers issued")                   \
@@ -62,7 +62,9 @@ typedef struct CUstream_st *cudaStream_t;
   X(num_alloc_retries, "allocations that failed once and were retried")         \
   X(num_ooms, "allocations that failed with out-of-memory")                     \
   X(num_reclaims, "passes of the reclaimer thread (CUDAPOOL_RECLAIM_INTERVAL)") \
-  X(num_idle_releases, "segments given back unused (CUDAPOOL_RELEASE_IDLE)")
+  X(num_idle_releases, "segments given back unused (CUDAPOOL_RELEASE_IDLE)")                  \
+  X(num_order_waits, "streams made to wait for the one all work went to, before their first work")   \
+  X(num_order_recoveries, "times every stream but one was found idle: reuse at once again")
 
 /* Values computed when the stats are read. X(name, description) */
 #define CUDAPOOL_SNAPSHOT(X)                                           \

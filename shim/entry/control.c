@@ -50,6 +50,7 @@ CP_EXPORT int cudapool_stats(int device, cudapool_stats_t *out) {
   cp_pool_t *pool = pool_of(device);
   if (pool) {
     cp_get_stats(pool, out);
+    cp_device_order_stats(cp_device(device), out);
     return 0;
   }
   if (undecided() ? cp_opts.disable || !cp_device(device) : !device_exists(device)) return ENODEV;

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "state/device.h"
+#include "state/order.h"
 #include "backend/real.h"
 #include "state/shim.h"
 
@@ -27,17 +28,21 @@ static void *real_fn(_Atomic(void *) *slot, const char *name) {
   return fn;
 }
 
-static inline void plain_PTSZ(cudaStream_t stream) {
-  if (stream == cudaStreamPerThread) cp_note_per_thread_stream();
+/* Event records and stream waits touch no memory: they are seen for the
+ * per-thread stream only, and are no work to the learned order. The test is
+ * on a literal name and folds away. */
+static inline bool ordering_only(const char *name) {
+  return __builtin_strcmp(name, "cudaEventRecord") == 0 || __builtin_strcmp(name, "cudaEventRecordWithFlags") == 0 ||
+         __builtin_strcmp(name, "cudaStreamWaitEvent") == 0 || __builtin_strcmp(name, "cudaEventRecord_ptsz") == 0 ||
+         __builtin_strcmp(name, "cudaEventRecordWithFlags_ptsz") == 0 ||
+         __builtin_strcmp(name, "cudaStreamWaitEvent_ptsz") == 0;
 }
 
-static inline void twin_PTSZ(cudaStream_t stream) {
-  if (!stream || stream == cudaStreamPerThread) cp_note_per_thread_stream();
-}
-
-static inline void twin_PTDS(const void *no_stream) {
-  (void)no_stream;
-  cp_note_per_thread_stream();
+static inline int seen(const char *name, cudaStream_t stream, cp_submit_api_t api) {
+  if (!ordering_only(name)) return cp_order_submit(stream, api);
+  if (api == CP_SUBMIT_PTDS || stream == cudaStreamPerThread || (api == CP_SUBMIT_PTSZ && !stream))
+    cp_note_per_thread_stream();
+  return -1;
 }
 
 #define CP_PT_CAT_(a, b) a##b
@@ -57,24 +62,39 @@ static inline void twin_PTDS(const void *no_stream) {
     return cp_pt_real ? cp_pt_real args : cudaErrorNotSupported;                 \
   }
 
-#define CP_PT_PLAIN_PTSZ(name, params, args, stream) \
-  CP_PT_FORWARD(name, params, args)                  \
-  CP_EXPORT cudaError_t name params {                \
-    plain_PTSZ(stream);                              \
-    return forward_##name args;                      \
+#define CP_PT_PLAIN_PTSZ(name, params, args, stream)                  \
+  CP_PT_FORWARD(name, params, args)                                    \
+  CP_EXPORT cudaError_t name params {                                  \
+    int cp_pt_token = seen(#name, stream, CP_SUBMIT_PLAIN);            \
+    cudaError_t cp_pt_rc = forward_##name args;                        \
+    cp_order_submit_done(cp_pt_token);                                 \
+    return cp_pt_rc;                                                   \
   }
-#define CP_PT_PLAIN_PTDS(name, params, args, stream)
+/* The plain synchronous calls (cudaMemcpy, cudaMemset) use the legacy
+ * stream. */
+#define CP_PT_PLAIN_PTDS(name, params, args, stream)                   \
+  CP_PT_FORWARD(name, params, args)                                    \
+  CP_EXPORT cudaError_t name params {                                  \
+    int cp_pt_token = seen(#name, NULL, CP_SUBMIT_PLAIN);              \
+    cudaError_t cp_pt_rc = forward_##name args;                        \
+    cp_order_submit_done(cp_pt_token);                                 \
+    return cp_pt_rc;                                                   \
+  }
 
 /* One level more, so that the twin's name is expanded before it is pasted. */
 #define CP_PT_TWIN_WRAP(twin, kind, params, args, stream) CP_PT_TWIN_WRAP_(twin, kind, params, args, stream)
-#define CP_PT_TWIN_WRAP_(twin, kind, params, args, stream) \
-  CP_PT_FORWARD(twin, params, args)                        \
-  CP_EXPORT cudaError_t twin params {                     \
-    twin_##kind(stream);                                  \
-    return forward_##twin args;                           \
+#define CP_PT_TWIN_WRAP_(twin, kind, params, args, stream)             \
+  CP_PT_FORWARD(twin, params, args)                                    \
+  CP_EXPORT cudaError_t twin params {                                  \
+    int cp_pt_token = seen(#twin, stream, CP_SUBMIT_##kind);           \
+    cudaError_t cp_pt_rc = forward_##twin args;                        \
+    cp_order_submit_done(cp_pt_token);                                 \
+    return cp_pt_rc;                                                   \
   }
 
 #define CP_PT_WRAP(name, kind, params, args, stream) \
   CP_PT_PLAIN_##kind(name, params, args, stream)     \
   CP_PT_TWIN_WRAP(CP_PT_TWIN(name, kind), kind, params, args, stream)
 CP_PT_WORK(CP_PT_WRAP)
+/* Work entry points without a per-thread twin. */
+CP_ORDER_EXTRA_WORK(CP_PT_PLAIN_PTSZ)

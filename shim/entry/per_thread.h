@@ -78,6 +78,16 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
   X(cudaWaitExternalSemaphoresAsync, PTSZ, (const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream), (extSemArray, paramsArray, numExtSems, stream), stream) \
   X(__cudaLaunchKernel, PTSZ, (cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream), (kernel, gridDim, blockDim, args, sharedMem, stream), stream)
 
+/* Runtime entry points that submit work but have no per-thread twin (their
+ * stream is a stream, 0 the legacy one): wrapped for the learned order
+ * (state/order.h) like the plain entries above. cudaMemcpyPeer is
+ * synchronous, on the legacy stream. */
+#define CP_ORDER_EXTRA_WORK(X) \
+  X(cudaMemcpyPeerAsync, (void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream), (dst, dstDevice, src, srcDevice, count, stream), stream) \
+  X(cudaMemcpyPeer, (void *dst, int dstDevice, const void *src, int srcDevice, size_t count), (dst, dstDevice, src, srcDevice, count), NULL) \
+  X(cudaGraphicsMapResources, (int count, cudaGraphicsResource_t *resources, cudaStream_t stream), (count, resources, stream), stream) \
+  X(cudaGraphicsUnmapResources, (int count, cudaGraphicsResource_t *resources, cudaStream_t stream), (count, resources, stream), stream)
+
 #define CP_PT_NO_WORK(X) \
   X(cudaFreeAsync) \
   X(cudaMallocAsync) \

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "state/layer.h"
+#include "state/order.h"
 #include "trace.h"
 
 typedef struct cp_capture {
@@ -58,6 +59,7 @@ static void ended(uintptr_t stream) {
     if (c->stream != stream) continue;
     *link = c->next;
     atomic_fetch_sub(&captures_active, 1);
+    atomic_fetch_sub(&cp_order_captures, 1);
     if (c->strict) atomic_fetch_sub(&cp_strict_captures_active, 1);
     if (!c->pre_event) atomic_fetch_sub(&captures_without_pre_event, 1);
     drop_event(c->pre_event);
@@ -68,15 +70,21 @@ static void ended(uintptr_t stream) {
 
 void cp_capture_begin_lock(uintptr_t stream) {
   pthread_rwlock_wrlock(&capture_lock);
+  /* Counted from before the begin, so the order hands nothing out from
+   * here; the first capture pays what the order owes while it still may. */
+  if (atomic_fetch_add(&cp_order_captures, 1) == 0 && atomic_load(&captures_active) == 0)
+    cp_order_before_capture();
   beginning_pre_event = record_pre_event(stream);
 }
 
 void cp_capture_begin_done(bool began, uintptr_t stream, bool strict) {
   if (began && cp_trace_enabled()) cp_trace_extra(CP_TRACE_CAPTURE_BEGIN, 0, !strict, stream);
-  if (began)
+  if (began) {
     started(stream, strict, beginning_pre_event);
-  else
+  } else {
     drop_event(beginning_pre_event);
+    atomic_fetch_sub(&cp_order_captures, 1);
+  }
   beginning_pre_event = NULL;
   pthread_rwlock_unlock(&capture_lock);
 }

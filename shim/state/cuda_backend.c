@@ -157,6 +157,10 @@ static void ordering_end(cp_device_t *dev, int token) {
 static int cuda_barrier(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
+  /* All work since the order's window began on one stream: nothing to
+   * record or wait on now, the other streams are ordered at their first
+   * work (order.h). */
+  if (cp_order_virtual_barrier(dev)) return 0;
   int token;
   if (!ordering_begin(dev, &token)) return -1;
   const cp_api_t *api = API();
@@ -199,6 +203,10 @@ static int cuda_barrier(void *ctx, int device) {
 static unsigned cuda_barrier_cost(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
+  if (cp_rule_order_reuses_at_once(cp_order_learning(),
+                                   CP_ORDER_MODE(atomic_load_explicit(&dev->order.state, memory_order_relaxed)),
+                                   (unsigned)atomic_load_explicit(&cp_order_captures, memory_order_relaxed)))
+    return 1;
   return cp_rule_barrier_cost((unsigned)atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed));
 }
 

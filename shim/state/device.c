@@ -7,6 +7,7 @@
 
 #include "state/capture.h"
 #include "state/nvtx.h"
+#include "state/stacks.h"
 #include "backend/real.h"
 #include "state/shim.h"
 #include "trace.h"
@@ -24,6 +25,7 @@ static void table_init(void) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     cp_devices[i].id = i;
     pthread_mutex_init(&cp_devices[i].lock, NULL);
+    cp_order_init(&cp_devices[i].order);
   }
 }
 
@@ -142,6 +144,14 @@ void cp_device_note_default_mempool(cp_device_t *dev, uintptr_t pool, unsigned e
   pthread_mutex_unlock(&dev->lock);
 }
 
+/* A reset drops the blocks in use with the context: their call sites go
+ * (else the report calls them never freed). Under the arena's lock: the
+ * stacks lock comes after it. */
+static void forget_site(void *ctx, const cp_walk_block_t *b) {
+  (void)ctx;
+  if (b->state == CP_WALK_ALLOCATED) cp_stacks_freeing(b->addr);
+}
+
 void cp_device_reset(cp_device_t *dev) {
   pthread_mutex_lock(&dev->lock);
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
@@ -156,6 +166,8 @@ void cp_device_reset(cp_device_t *dev) {
   atomic_store(&dev->default_mempool, 0); /* the new context has its own */
   atomic_fetch_add_explicit(&dev->resets, 1, memory_order_release);
   pthread_mutex_unlock(&dev->lock);
+  cp_order_reset(&dev->order);
+  if (pool && cp_stacks_on) cp_walk(pool, &(cp_walker_t){.block = forget_site});
   if (pool) {
     cp_pool_retire(pool);
     retire(pool);
@@ -285,6 +297,7 @@ static void order_destroyed_stream(const cp_api_t *api, cp_device_t *dev, cp_str
 
 /* Forget the stream on whichever device knows it; true if one did. */
 static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStream_t stream, bool captures) {
+  pthread_mutex_lock(&dev->order.lock); /* lock order: order, device */
   pthread_mutex_lock(&dev->lock);
   cp_stream_entry_t *s;
   HASH_FIND_PTR(dev->streams, &stream, s);
@@ -295,11 +308,13 @@ static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStre
      * finds no non-blocking stream live (serve.c) was called after the
      * legacy stream's wait on the stream's work, or sees the orphan. */
     if (api) order_destroyed_stream(api, dev, s, captures);
+    cp_order_stream_destroying(dev, s, captures);
     atomic_fetch_sub(&dev->live_streams, 1);
     if (s->nonblocking) atomic_fetch_sub(&dev->live_nonblocking, 1);
     free(s);
   }
   pthread_mutex_unlock(&dev->lock);
+  pthread_mutex_unlock(&dev->order.lock);
   return s != NULL;
 }
 
@@ -343,6 +358,12 @@ void cp_note_per_thread_stream(void) {
     cp_trace_extra(CP_TRACE_PER_THREAD_STREAM, 0, 0, 0);
 }
 
+void cp_device_order_stats(const cp_device_t *dev, cudapool_stats_t *out) {
+  cp_device_t *d = (cp_device_t *)dev;
+  out->num_order_waits = atomic_load_explicit(&d->order.waits, memory_order_relaxed);
+  out->num_order_recoveries = atomic_load_explicit(&d->order.recoveries, memory_order_relaxed);
+}
+
 /* A device reset (a context released at exit, often) leaves its last pool
  * to report. */
 int cp_device_stats_all(cudapool_stats_t *out, int cap) {
@@ -352,7 +373,10 @@ int cp_device_stats_all(cudapool_stats_t *out, int cap) {
     cp_pool_t *pool = atomic_load_explicit(&cp_devices[i].pool, memory_order_acquire);
     if (!pool) pool = atomic_load_explicit(&cp_devices[i].last_retired, memory_order_acquire);
     if (!pool) continue;
-    if (n < cap) cp_get_stats(pool, &out[n]);
+    if (n < cap) {
+      cp_get_stats(pool, &out[n]);
+      cp_device_order_stats(&cp_devices[i], &out[n]);
+    }
     n++;
   }
   return out && n > cap ? cap : n;

@@ -25,12 +25,15 @@
 #include "backend/api.h"
 #include "pool.h"
 #include "rules.h"
+#include "state/order.h"
 #include "state/shim.h"
 
 typedef struct cp_stream_entry {
   cudaStream_t stream;
   cudaEvent_t event; /* recorded on it by barriers and fences, and by its destroy */
   bool nonblocking;
+  bool dirty;           /* it got work this window of the learned order (order.h) */
+  uint64_t owed_window; /* the window whose owed ordering it has waited on */
   UT_hash_handle hh;
 } cp_stream_entry_t;
 
@@ -54,6 +57,7 @@ typedef struct cp_device {
   int cap_orphans;
   _Atomic uintptr_t default_mempool; /* its default memory pool once asked, else 0 */
   atomic_uint resets;                /* cudaDeviceReset and primary-context releases seen */
+  cp_order_t order;                  /* the stream order learned from submitted work (order.h) */
 } cp_device_t;
 
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
@@ -124,12 +128,16 @@ void cp_stream_destroying(cudaStream_t stream);
 /* The stream (known on some device) waits for the last barrier issued there:
  * a stream that was capturing was left out of the barriers meanwhile. */
 void cp_stream_after_barriers(cudaStream_t stream);
-/* Key for same-thread reuse on this device now, 0 when it would be unsafe:
- * only while the program has created no streams on it and uses no per-thread
- * default stream, so all of a thread's work is ordered by its own order.
- * Inline: every allocation and free asks. */
+/* Key for reuse at once on this device now, 0 when it would be unsafe: the
+ * learned order's key while all work since its window began went to one
+ * stream (order.h: any thread may then take the block back at once), else
+ * the calling thread's, only while the program has created no streams on
+ * the device and uses no per-thread default stream, so all of a thread's
+ * work is ordered by its own order. Inline: every allocation and free asks. */
 extern atomic_bool cp_per_thread_stream_seen;
 static inline uint64_t cp_device_reuse_key(cp_device_t *dev) {
+  uint64_t order_key = cp_order_key(&dev->order);
+  if (order_key) return order_key;
   unsigned live = (unsigned)atomic_load_explicit(&dev->live_streams, memory_order_relaxed);
   bool per_thread = atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed);
   return cp_rule_same_thread_keys(live, per_thread) ? cp_thread_key() : 0;
@@ -144,6 +152,9 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev);
  * Returns a token for cp_device_leave, -1 when nothing changed. */
 int cp_device_enter(const cp_device_t *dev);
 void cp_device_leave(int token);
+/* The learned order's counters (order.h) into out, which cp_get_stats
+ * filled from dev's pool (the pool knows nothing of them). */
+void cp_device_order_stats(const cp_device_t *dev, cudapool_stats_t *out);
 /* A snapshot of each device that has a pool, or had one before a reset
  * (for reports), into out[0..cap); returns how many (out may be NULL). */
 int cp_device_stats_all(cudapool_stats_t *out, int cap);

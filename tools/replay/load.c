@@ -283,6 +283,7 @@ static void resolve(loader_t *L, const rp_line_t *l, uint32_t line) {
     case RP_LINE_CAPTURE_BEGIN:
     case RP_LINE_CAPTURE_END:
     case RP_LINE_PER_THREAD_STREAM:
+    case RP_LINE_ORDER:
       e.op = (uint8_t)(RP_OP_STREAM_CREATE + (l->kind - RP_LINE_STREAM_CREATE));
       e.size = l->size;
       t->decisions++;

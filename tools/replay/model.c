@@ -57,7 +57,25 @@ void rp_model_capture_end(rp_model_t *m, uint64_t stream) {
 
 bool rp_model_keys_on(const rp_model_t *m) { return cp_rule_same_thread_keys((unsigned)m->nstreams, m->per_thread); }
 
-unsigned rp_model_barrier_cost(const rp_model_t *m) { return cp_rule_barrier_cost(m->nonblocking); }
+void rp_model_order(rp_model_t *m, unsigned mode) {
+  if (!m->order_on) m->order_window = 1;
+  else if (m->order_mode == CP_RULE_ORDER_MIXED && mode != CP_RULE_ORDER_MIXED) m->order_window++;
+  m->order_on = true;
+  m->order_mode = mode;
+}
+
+static bool order_reuses(const rp_model_t *m) {
+  return cp_rule_order_reuses_at_once(m->order_on, m->order_mode, (unsigned)m->ncaptures);
+}
+
+uint64_t rp_model_key(const rp_model_t *m, uint64_t thread_key, bool thread_keys) {
+  if (order_reuses(m)) return cp_rule_order_key(m->order_window);
+  return thread_keys && rp_model_keys_on(m) ? thread_key : 0;
+}
+
+unsigned rp_model_barrier_cost(const rp_model_t *m) {
+  return order_reuses(m) ? 1 : cp_rule_barrier_cost(m->nonblocking);
+}
 
 bool rp_model_barrier_allowed(const rp_model_t *m) {
   unsigned covered = 0;

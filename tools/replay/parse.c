@@ -172,6 +172,7 @@ static const struct {
     {"capture_begin", RP_LINE_CAPTURE_BEGIN},
     {"capture_end", RP_LINE_CAPTURE_END},
     {"per_thread_stream", RP_LINE_PER_THREAD_STREAM},
+    {"order", RP_LINE_ORDER},
     {"segment_alloc", RP_LINE_SEGMENT_ALLOC},
 };
 

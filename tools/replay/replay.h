@@ -46,6 +46,7 @@ enum rp_kind {
   RP_LINE_CAPTURE_BEGIN, /* Size 1: relaxed */
   RP_LINE_CAPTURE_END,
   RP_LINE_PER_THREAD_STREAM,
+  RP_LINE_ORDER, /* Size: the learned order's new mode (0 EMPTY, 1 SOLE, 2 MIXED) */
   RP_LINE_SEGMENT_ALLOC, /* Pointer, Size: where the live pool's segment was */
 };
 
@@ -77,6 +78,7 @@ enum rp_op {
   RP_OP_CAPTURE_BEGIN, /* size: 1 relaxed */
   RP_OP_CAPTURE_END,
   RP_OP_PER_THREAD_STREAM,
+  RP_OP_ORDER, /* size: the learned order's new mode */
 };
 
 typedef struct rp_event {
@@ -165,6 +167,12 @@ typedef struct rp_model {
   bool per_thread;
   rp_model_capture_t *captures;
   size_t ncaptures, capcaptures;
+  /* The learned order (shim/state/order.h), from its "order" events: on
+   * from the first, its mode and window (a new one at each MIXED to SOLE or
+   * EMPTY). */
+  bool order_on;
+  unsigned order_mode;
+  uint64_t order_window;
 } rp_model_t;
 
 void rp_model_stream_create(rp_model_t *m, uint64_t handle, bool nonblocking);
@@ -176,6 +184,11 @@ bool rp_model_keys_on(const rp_model_t *m);
 unsigned rp_model_barrier_cost(const rp_model_t *m);
 bool rp_model_barrier_allowed(const rp_model_t *m);
 bool rp_model_legacy_sync_covers_device(const rp_model_t *m);
+void rp_model_order(rp_model_t *m, unsigned mode);
+/* The key the shim passed for a call of thread_key: the order's while it
+ * reuses at once, else the thread's while keys are on (thread_key: the
+ * option --key=thread), else 0. */
+uint64_t rp_model_key(const rp_model_t *m, uint64_t thread_key, bool thread_keys);
 void rp_model_free(rp_model_t *m);
 
 /* ---- run.c ------------------------------------------------------------ */

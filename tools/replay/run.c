@@ -120,15 +120,15 @@ static void timeline_row(FILE *f, cp_pool_t *pool, double time, const char *mark
 
 /* A decision event: the model changes, and with it what the shim would pass
  * and what a barrier would cost or whether one may be issued. */
-static void decide(run_t *R, rp_model_t *m, const rp_event_t *e, const rp_opts_t *o, uint64_t *keymask) {
+static void decide(run_t *R, rp_model_t *m, const rp_event_t *e, const rp_opts_t *o) {
   switch (e->op) {
     case RP_OP_STREAM_CREATE: rp_model_stream_create(m, e->stream, e->size != 0); break;
     case RP_OP_STREAM_DESTROY: rp_model_stream_destroy(m, e->stream); break;
     case RP_OP_CAPTURE_BEGIN: rp_model_capture_begin(m, e->stream, e->size != 0); break;
     case RP_OP_CAPTURE_END: rp_model_capture_end(m, e->stream); break;
+    case RP_OP_ORDER: rp_model_order(m, (unsigned)e->size); break;
     default: m->per_thread = true; break;
   }
-  *keymask = o->thread_key && rp_model_keys_on(m) ? UINT64_MAX : 0;
   R->sim.barrier_cost = rp_model_barrier_cost(m);
   R->sim.barrier_enabled = o->reuse == RP_REUSE_BARRIER && rp_model_barrier_allowed(m);
 }
@@ -138,7 +138,6 @@ static void decide(run_t *R, rp_model_t *m, const rp_event_t *e, const rp_opts_t
 static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *timeline, int *rc) {
   cp_pool_t *pool = R->pool;
   uintptr_t *slots = R->slots;
-  uint64_t keymask = o->thread_key ? UINT64_MAX : 0;
   rp_model_t model = {0};
   rp_cursor_t c;
   if ((*rc = rp_cursor_open(&c, t)) != 0) return 0;
@@ -158,7 +157,7 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
       switch (e->op) {
         case RP_OP_ALLOC: {
           uintptr_t addr = 0;
-          if (cp_alloc(pool, e->size, e->stream, e->key & keymask, &addr) != 0) {
+          if (cp_alloc(pool, e->size, e->stream, rp_model_key(&model, e->key, o->thread_key), &addr) != 0) {
             addr = 0;
             note_oom(R, e, line[k], time[k]);
             marker = "oom";
@@ -169,7 +168,7 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
         case RP_OP_FREE:
           if (slots[e->slot] == 0)
             R->skipped_frees++;
-          else if (cp_free(pool, slots[e->slot], e->key & keymask, 0) != 0)
+          else if (cp_free(pool, slots[e->slot], rp_model_key(&model, e->key, o->thread_key), 0) != 0)
             R->free_errors++; /* a pool bug: the slot came from cp_alloc */
           break;
         case RP_OP_SYNC_STREAM:
@@ -188,7 +187,7 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
           cp_empty_cache(pool);
           marker = "empty_cache";
           break;
-        default: decide(R, &model, e, o, &keymask); break;
+        default: decide(R, &model, e, o); break;
       }
       if (timeline && (i % step == 0 || marker[0] || i + 1 == t->n))
         timeline_row(timeline, pool, time[k], marker);

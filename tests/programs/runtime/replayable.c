@@ -10,8 +10,14 @@
  *      synchronisations between rounds;
  *   3. a relaxed capture on a non-blocking stream while one thread churns;
  *   4. the streams destroyed: one thread again, keys on again.
+ * With the argument "in-turn" the phase-2 threads run one after another:
+ * the learned stream order (shim/state/order.h) then changes mode between
+ * allocations of one thread at a time, in the trace's order too; with
+ * threads at once its changes race other threads' allocations, which the
+ * trace cannot order (so that run is replayed with it off).
  * Prints "replayable: errors=N". */
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "progs.h"
 
@@ -21,6 +27,7 @@
 
 static cudaStream_t streams[THREADS];
 static pthread_barrier_t round_start, round_end;
+static bool in_turn;
 static int errors[THREADS];
 
 static size_t size_of(unsigned seed, unsigned i) {
@@ -45,14 +52,15 @@ static void churn(int t, unsigned seed, int count) {
 static void *worker(void *arg) {
   int t = (int)(long)arg;
   for (int r = 0; r < ROUNDS; r++) {
-    pthread_barrier_wait(&round_start);
+    if (!in_turn) pthread_barrier_wait(&round_start);
     churn(t, (unsigned)(t * 31 + r), PER_ROUND);
-    pthread_barrier_wait(&round_end);
+    if (!in_turn) pthread_barrier_wait(&round_end);
   }
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  in_turn = argc > 1 && strcmp(argv[1], "in-turn") == 0;
   int main_errors = 0;
   churn(0, 1, 60); /* phase 1: streams[0] is 0, the legacy stream */
   main_errors += errors[0];
@@ -64,13 +72,18 @@ int main(void) {
   pthread_barrier_init(&round_start, NULL, THREADS + 1);
   pthread_barrier_init(&round_end, NULL, THREADS + 1);
   pthread_t th[THREADS];
-  for (long t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)t);
-  for (int r = 0; r < ROUNDS; r++) {
+  for (long t = 0; t < THREADS && in_turn; t++) {
+    pthread_create(&th[t], NULL, worker, (void *)t);
+    pthread_join(th[t], NULL);
+    main_errors += (t % 2 ? cudaDeviceSynchronize() : cudaStreamSynchronize(0)) != cudaSuccess;
+  }
+  for (long t = 0; t < THREADS && !in_turn; t++) pthread_create(&th[t], NULL, worker, (void *)t);
+  for (int r = 0; r < ROUNDS && !in_turn; r++) {
     pthread_barrier_wait(&round_start);
     pthread_barrier_wait(&round_end);
     main_errors += (r % 2 ? cudaDeviceSynchronize() : cudaStreamSynchronize(0)) != cudaSuccess;
   }
-  for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < THREADS && !in_turn; t++) pthread_join(th[t], NULL);
 
   cudaGraph_t graph = NULL;
   main_errors += cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeRelaxed) != cudaSuccess;

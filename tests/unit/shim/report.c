@@ -128,6 +128,8 @@ Test(report_json, known_device_exact) {
   d.num_ooms = v++;
   d.num_reclaims = v++;
   d.num_idle_releases = v++;
+  d.num_order_waits = v++;
+  d.num_order_recoveries = v++;
   d.blocks = 41;
   d.free_blocks = 42;
   d.largest_free_block = 43;
@@ -147,7 +149,7 @@ Test(report_json, known_device_exact) {
                "\"num_immediate_reuse\":25,\"num_device_alloc\":26,\"num_device_free\":27,"
                "\"num_barriers\":28,\"num_fences_recorded\":29,\"num_fences_waited\":30,"
                "\"num_sync_points\":31,\"num_alloc_retries\":32,\"num_ooms\":33,"
-               "\"num_reclaims\":34,\"num_idle_releases\":35,"
+               "\"num_reclaims\":34,\"num_idle_releases\":35,\"num_order_waits\":36,\"num_order_recoveries\":37,"
                "\"blocks\":41,\"free_blocks\":42,\"largest_free_block\":43,"
                "\"utilization\":0.92}]}\n"));
 }
