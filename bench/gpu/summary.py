@@ -278,7 +278,7 @@ def torch_rows(work, table, results):
     # like-for-like figure; the default-layer run's process peak is the real
     # cost. PyTorch's cudaMallocAsync backend natively and under cudapool, and
     # cudapool as PyTorch's pluggable allocator: extra rows when they ran.
-    allocs = base + ("runtime", "async", "async-cudapool", "pluggable")
+    allocs = base + ("barriers", "runtime", "async", "async-cudapool", "pluggable")
     for wl in ("transformer", "gpt2", "convnext_tiny", "densenet121", "resnet50", "efficientnet_b0", "vit_b_16"):
         runs = {}
         for a in allocs:
@@ -307,6 +307,11 @@ def torch_rows(work, table, results):
                 s += " (process %s)" % fmt_bytes(r["process_peak_bytes"])
             if a == "cudapool" and r.get("utilization"):
                 s += " util %.2f" % r["utilization"]
+            pool = r.get("cudapool") or {}
+            if a == "cudapool" and "num_order_waits" in pool:
+                s += " order: %s immediate, %s barriers, %s waits, %s recoveries" % (
+                    pool.get("num_immediate_reuse"), pool.get("num_barriers"),
+                    pool.get("num_order_waits"), pool.get("num_order_recoveries"))
             parts.append(s)
         losses = {a: runs[a].get("loss_hex") for a in allocs if a in runs}
         # "off" is optional (GPU_CHECK_TORCH_ALLOCS may leave it out).

@@ -135,7 +135,9 @@ def memory_report(torch):
     if pool and "error" not in pool:
         rep["cudapool"] = {k: pool[k] for k in ("hits", "misses", "num_device_alloc",
                                                 "num_device_free", "num_alloc_retries",
-                                                "num_ooms", "num_barriers", "num_fences_waited")
+                                                "num_ooms", "num_barriers", "num_fences_waited",
+                                                "num_immediate_reuse", "num_order_waits",
+                                                "num_order_recoveries")
                            if k in pool}
     if not caching_off() and not pluggable():
         rep["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()

@@ -8,7 +8,8 @@
 # serves its stream-ordered calls); and with cudapool as PyTorch's pluggable
 # allocator (python/cudapool/torch.py); PyTorch's own allocator with
 # expandable_segments:True (caching-expandable), the figure cudapool's
-# expandable run is held to. GPU_CHECK_TORCH_ALLOCS picks the runs (default:
+# expandable run is held to; "barriers" (not in the default list) is the
+# shim with CUDAPOOL_LEARN_ORDER=0, what the learned stream order brings. GPU_CHECK_TORCH_ALLOCS picks the runs (default:
 # all nine). summary.py compares them. GPU_CHECK_TORCH may also name
 # resnet50, efficientnet_b0 and vit_b_16 (bench/pytorch/cnn_train.py).
 # shellcheck shell=bash
@@ -57,6 +58,10 @@ torch_run() {
     runtime)
       shim_built || return
       envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_LAYER=runtime) ;;
+    barriers)
+      # The learned stream order off (issue 25): what it brings, in the same run.
+      shim_built || return
+      envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_LEARN_ORDER=0) ;;
     expandable)
       shim_built || { record FAIL "torch $wl expandable run" "no shim"; return; }
       envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}" CUDAPOOL_EXPANDABLE=1) ;;

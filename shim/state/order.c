@@ -99,10 +99,19 @@ static void traced(unsigned mode, uintptr_t tag) {
   if (cp_trace_enabled()) cp_trace_extra(CP_TRACE_ORDER, 0, mode, tag);
 }
 
-static void go_mixed(cp_order_t *o, uintptr_t tag) {
+/* MIXED, keeping `early`: cp_order_key sets it without the lock, so the
+ * change is a compare-and-swap (a store could drop an `early` set meanwhile,
+ * and with it the waits owed). False when it was MIXED already. */
+static bool set_mixed(cp_order_t *o) {
   uint64_t s = atomic_load(&o->state);
-  if (CP_ORDER_MODE(s) == CP_ORDER_MIXED) return;
-  atomic_store(&o->state, ((uint64_t)CP_ORDER_MIXED << 62) | (s & CP_ORDER_EARLY) | CP_ORDER_WINDOW(s));
+  do {
+    if (CP_ORDER_MODE(s) == CP_ORDER_MIXED) return false;
+  } while (!atomic_compare_exchange_weak(&o->state, &s, ((uint64_t)CP_ORDER_MIXED << 62) | (s & ~((uint64_t)3 << 62))));
+  return true;
+}
+
+static void go_mixed(cp_order_t *o, uintptr_t tag) {
+  if (!set_mixed(o)) return;
   atomic_fetch_add_explicit(&o->mixes, 1, memory_order_relaxed);
   traced(CP_ORDER_MIXED, tag);
 }
@@ -117,8 +126,7 @@ void cp_order_give_up(const char *what) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     cp_order_t *o = &cp_device(i)->order;
     pthread_mutex_lock(&o->lock);
-    uint64_t s = atomic_load(&o->state);
-    atomic_store(&o->state, ((uint64_t)CP_ORDER_MIXED << 62) | (s & CP_ORDER_EARLY) | CP_ORDER_WINDOW(s));
+    set_mixed(o);
     o->unknown_dirty = true; /* never recovers */
     pthread_mutex_unlock(&o->lock);
   }
@@ -295,7 +303,7 @@ int cp_order_submit(cudaStream_t stream, cp_submit_api_t api) {
   if (home == tag) return i;
   uint64_t s = atomic_load(&o->state);
   if (home != CP_ORDER_HOME_CLOSED && CP_ORDER_MODE(s) == CP_ORDER_MIXED && known_dirty.order == o &&
-      known_dirty.tag == tag && known_dirty.window == CP_ORDER_WINDOW(s) && tag != TAG_PER_THREAD)
+      known_dirty.tag == tag && known_dirty.window == CP_ORDER_WINDOW(s))
     return i;
   if (capturing(tag, stream)) return i;
   /* Not counted while waiting for the lock: a recovery holding it must not
