@@ -36,7 +36,10 @@ static const char usage[] =
     "  --max-split SIZE          blocks of this size or more are never split (at least 21M)\n"
     "  --max-cached SIZE         most free bytes kept cached\n"
     "  --reuse=barrier|sync|immediate   when a freed block is reusable (default barrier)\n"
-    "  --key=none|thread         pass the thread as the same-stream reuse key (default thread)\n"
+    "  --key=none|thread|order   pass the thread as the same-stream reuse key (default thread);\n"
+    "                            order: the learned stream order as if all work went to one\n"
+    "                            stream (every free reusable at once), unless the trace's\n"
+    "                            order events say otherwise\n"
     "  --device-memory SIZE      simulated device capacity (default 141G, an H200)\n"
     "  --expandable[=0|1]        expandable segments: the large pool maps pages on demand\n"
     "  --page SIZE               their page size (default 2M, CUDA's granularity)\n"
@@ -127,8 +130,10 @@ static int set_popt(const struct popt *p, const char *v, rp_opts_t *o) {
         return bad(p->name, v, "barrier, sync or immediate");
       return 0;
     case KEY:
-      if (strcmp(v, "none") != 0 && strcmp(v, "thread") != 0) return bad(p->name, v, "none or thread");
-      o->thread_key = strcmp(v, "thread") == 0;
+      if (strcmp(v, "none") != 0 && strcmp(v, "thread") != 0 && strcmp(v, "order") != 0)
+        return bad(p->name, v, "none, thread or order");
+      o->thread_key = strcmp(v, "none") != 0;
+      o->assume_order = strcmp(v, "order") == 0;
       return 0;
     case DEVICE:
       if (cp_parse_size(v, &bytes) != 0 || bytes == 0 || bytes > SIZE_MAX)

@@ -204,6 +204,7 @@ typedef struct rp_opts {
   enum rp_reuse reuse;
   uint64_t device_memory; /* capacity of the simulated device */
   bool thread_key;        /* pass the thread as cp_alloc/cp_free key */
+  bool assume_order;      /* --key=order: the learned order SOLE from the start */
   unsigned repeat;        /* timed runs; ns_per_op is the best */
   size_t page;            /* --expandable: the simulated device's page (2 MiB) */
   FILE *timeline;         /* per-event CSV (untimed run), or NULL */

@@ -20,6 +20,7 @@
  * An allocation the replay cannot serve (OOM) leaves its slot empty, and the
  * trace's later free of it is skipped (counted in skipped_frees). */
 #include "replay.h"
+#include "rules.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -139,6 +140,7 @@ static uint64_t replay(run_t *R, const rp_trace_t *t, const rp_opts_t *o, FILE *
   cp_pool_t *pool = R->pool;
   uintptr_t *slots = R->slots;
   rp_model_t model = {0};
+  if (o->assume_order) rp_model_order(&model, CP_RULE_ORDER_SOLE);
   rp_cursor_t c;
   if ((*rc = rp_cursor_open(&c, t)) != 0) return 0;
   /* Long traces: every step-th row plus every marked one, at most ~200k rows. */

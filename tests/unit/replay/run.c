@@ -424,3 +424,51 @@ Test(cli, bad_input_and_bad_options) {
   cr_assert(eq(str, out, "cudapool-replay: --compare: '--json' is not a pool option\n"));
   free(out);
 }
+
+/* The learned stream order's events (shim/state/order.h) decide the keys:
+ * a non-blocking stream is live, so thread keys are off; while the order
+ * says SOLE (1) every free comes back at once, to the other thread too, with
+ * no barrier; MIXED (2) falls back on a barrier; a recovery (MIXED to SOLE,
+ * a new window) reuses at once again. --key=order assumes SOLE from the
+ * start when a trace has no order events. */
+Test(replay, order_events_decide_the_keys) {
+  static const char text[] = "1,0.00,stream_create,(nil),1,0x5000\n"
+                             "1,0.01,order,(nil),1,(nil)\n"
+                             "1,0.02,allocate,0xa000000,12582912,(nil)\n"
+                             "1,0.03,free,0xa000000,0,(nil)\n"
+                             "2,0.04,allocate,0xb000000,12582912,(nil)\n" /* at once: same window */
+                             "1,0.05,order,(nil),2,0x5000\n"
+                             "2,0.06,free,0xb000000,0,(nil)\n"
+                             "1,0.07,allocate,0xc000000,12582912,(nil)\n" /* MIXED: a barrier */
+                             "1,0.08,order,(nil),1,0x5000\n"
+                             "1,0.09,free,0xc000000,0,(nil)\n"
+                             "2,0.10,allocate,0xd000000,12582912,(nil)\n"; /* at once again */
+  rp_trace_t t = load_text(text, sizeof text - 1);
+  rp_opts_t o;
+  rp_opts_default(&o);
+  o.repeat = 1;
+  rp_result_t r;
+  cr_assert(eq(int, rp_run(&t, &o, &r), 0));
+  cr_assert(eq(u64, r.misses, 1));
+  cr_assert(eq(u64, r.hits, 3));
+  cr_assert(eq(u64, r.immediate_reuse, 2));
+  cr_assert(eq(u64, r.barriers, 1));
+  rp_result_free(&r);
+  rp_trace_free(&t);
+
+  static const char plain[] = "1,0.00,stream_create,(nil),1,0x5000\n"
+                              "1,0.02,allocate,0xa000000,12582912,(nil)\n"
+                              "1,0.03,free,0xa000000,0,(nil)\n"
+                              "2,0.04,allocate,0xb000000,12582912,(nil)\n";
+  t = load_text(plain, sizeof plain - 1);
+  cr_assert(eq(int, rp_run(&t, &o, &r), 0));
+  cr_assert(eq(u64, r.immediate_reuse, 0), "no order events: keys off, a barrier");
+  cr_assert(eq(u64, r.barriers, 1));
+  rp_result_free(&r);
+  o.assume_order = true;
+  cr_assert(eq(int, rp_run(&t, &o, &r), 0));
+  cr_assert(eq(u64, r.immediate_reuse, 1), "--key=order: SOLE from the start");
+  cr_assert(eq(u64, r.barriers, 0));
+  rp_result_free(&r);
+  rp_trace_free(&t);
+}
