@@ -203,7 +203,7 @@ static int cuda_barrier(void *ctx, int device) {
 static unsigned cuda_barrier_cost(void *ctx, int device) {
   (void)device;
   cp_device_t *dev = ctx;
-  if (cp_rule_order_reuses_at_once(cp_order_learning(),
+  if (cp_rule_order_reuses_at_once(cp_order_learning() && cp_sole_device_with_pool(),
                                    CP_ORDER_MODE(atomic_load_explicit(&dev->order.state, memory_order_relaxed)),
                                    (unsigned)atomic_load_explicit(&cp_order_captures, memory_order_relaxed)))
     return 1;

@@ -136,7 +136,9 @@ void cp_stream_after_barriers(cudaStream_t stream);
  * work is ordered by its own order. Inline: every allocation and free asks. */
 extern atomic_bool cp_per_thread_stream_seen;
 static inline uint64_t cp_device_reuse_key(cp_device_t *dev) {
-  uint64_t order_key = cp_order_key(&dev->order);
+  /* With pools on several devices a stream of one may touch another's
+   * memory (peer access), which that device's order never sees. */
+  uint64_t order_key = cp_sole_device_with_pool() ? cp_order_key(&dev->order) : 0;
   if (order_key) return order_key;
   unsigned live = (unsigned)atomic_load_explicit(&dev->live_streams, memory_order_relaxed);
   bool per_thread = atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed);

@@ -370,6 +370,7 @@ bool cp_order_virtual_barrier(cp_device_t *dev) {
       atomic_load_explicit(&cp_order_captures, memory_order_acquire))
     return false;
   cp_order_t *o = &dev->order;
+  if (!cp_sole_device_with_pool()) return false; /* see cp_device_reuse_key */
   if (cp_order_key(o)) return true; /* sets `early` when SOLE */
   const cp_api_t *api = cp_api();
   if (!api) return false;
