@@ -160,7 +160,10 @@ static int cuda_barrier(void *ctx, int device) {
   /* All work since the order's window began on one stream: nothing to
    * record or wait on now, the other streams are ordered at their first
    * work (order.h). */
-  if (cp_order_virtual_barrier(dev)) return 0;
+  if (cp_order_virtual_barrier(dev)) {
+    if (cp_nvtx_on()) cp_nvtx_mark_barrier(); /* the moment pending blocks became reusable */
+    return 0;
+  }
   int token;
   if (!ordering_begin(dev, &token)) return -1;
   const cp_api_t *api = API();

@@ -17,6 +17,7 @@
 
 #include "state/device.h"
 #include "state/nvtx.h"
+#include "state/order.h"
 #include "state/outputs.h"
 #include "state/process_info.h"
 #include "state/reclaim.h"
@@ -41,6 +42,7 @@ static void start(void) {
   if (cp_opts.stacks) cp_stacks_start(cp_opts.stacks);
   cp_snapshot_signal_arm();
   cp_vmm_set_page_option(cp_opts.expandable_page);
+  cp_order_start();
   cp_layer_at_load();
 }
 

@@ -78,10 +78,12 @@ void cp_order_init(cp_order_t *order) {
   atomic_store(&order->home, TAG_NONE);
 }
 
-static void order_start(void) {
-  const char *skip = getenv("CUDAPOOL_TEST_SKIP_ORDER_WAITS");
+/* From the options' start (init.c), before the program's first CUDA call:
+ * EMPTY from the process's start, so a program that created streams but
+ * submitted nothing yet reuses at once too. */
+void cp_order_start(void) {
+  const char *skip = cp_secure_exec() ? NULL : getenv("CUDAPOOL_TEST_SKIP_ORDER_WAITS");
   skip_owed_waits = skip && skip[0] == '1';
-  cp_options_start();
   atomic_store(&cp_order_on, cp_opts.learn_order && !cp_opts.disable && !atomic_load(&given_up_by));
 }
 
@@ -270,8 +272,7 @@ static bool capturing(uintptr_t tag, cudaStream_t stream) {
 }
 
 int cp_order_submit(cudaStream_t stream, cp_submit_api_t api) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, order_start);
+  cp_options_start(); /* and with it cp_order_start */
   if (!atomic_load_explicit(&cp_order_on, memory_order_relaxed)) {
     if (api != CP_SUBMIT_PLAIN || stream == cudaStreamPerThread) {
       uintptr_t t = tag_of(stream, api);

@@ -77,6 +77,8 @@ typedef struct cp_order {
 #define CP_ORDER_WINDOW(state) ((state) & (((uint64_t)1 << 61) - 1))
 
 void cp_order_init(cp_order_t *order);
+/* Learning on or off, from the options (init.c calls it once they are read). */
+void cp_order_start(void);
 /* The device was reset: EMPTY again, in a new window. */
 void cp_order_reset(cp_order_t *order);
 
