@@ -23,11 +23,17 @@
  *   - reserved: the bytes of device memory its owner holds (pool segments
  *     and mapped pages), raised before the owner asks CUDA for more;
  *   - limit: the CUDAPOOL_SHARED_LIMIT its owner applies (bytes).
- * Claim (the exactness of the limit rests on it): raise your own slot's
- * reserved first, then add every slot's reserved up (all sequentially
- * consistent): of two claims made at once, the later add sees the earlier,
- * so the sum of the claims that passed never exceeds the limit any of them
- * applied. A claim that does not fit takes its bytes back and fails.
+ * The group's total is one word, `total`, in the header: a claim adds to
+ * it with a compare-and-swap that never passes the claimer's limit, so the
+ * total any reader sees is within it at every instant (summing the slots
+ * could not promise that: a reader reading them one by one can see a
+ * release late and the claim it made room for early). The slots say whose
+ * bytes they are, so that a dead process's can be taken back out of the
+ * total. Order: a claim adds to `total` before its slot, a release takes
+ * from its slot before `total`, so a process killed between the two leaves
+ * bytes counted that no slot holds (denied memory, never excess memory);
+ * the first process that finds itself alone in the file sets `total` back
+ * to its own count.
  * `layout` changes whenever this struct does; a reader refuses any other. */
 #ifndef CUDAPOOL_COMMON_BUDGET_LAYOUT_H
 #define CUDAPOOL_COMMON_BUDGET_LAYOUT_H
@@ -58,7 +64,8 @@ typedef struct cp_budget_file {
   uint32_t slots;                 /* CP_BUDGET_SLOTS */
   char key[CP_BUDGET_KEY_MAX];    /* the device key of its name, NUL-terminated */
   char group[CP_BUDGET_GROUP_MAX]; /* CUDAPOOL_SHARED_NAME, "" = none, NUL-terminated */
-  uint64_t reserved0[4];
+  _Atomic uint64_t total;          /* bytes the group holds: every claim that passed, less releases */
+  uint64_t reserved0[3];
   cp_budget_slot_t slot[CP_BUDGET_SLOTS];
 } cp_budget_file_t;
 

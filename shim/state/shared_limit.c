@@ -36,12 +36,14 @@
 
 _Static_assert(CP_BUDGET_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUDAPOOL_SHARED_NAME");
 
-#define CAS_TRIES 64 /* a slot's count changed under us this often: another writer is hostile */
+#define CAS_TRIES 65536 /* a count changed under us this often: another writer is hostile */
 
 typedef struct shared_dev {
   cp_budget_slot_t *_Atomic slot; /* NULL: no shared limit */
   cp_budget_file_t *file;         /* NULL: alone, slot = &own */
+  _Atomic uint64_t *total;        /* &file->total, or &own_total when alone */
   cp_budget_slot_t own;
+  _Atomic uint64_t own_total;
   uint64_t limit;
   uint64_t held_at_exec; /* this process's count when it gave its slot up before an exec */
   char path[160];
@@ -53,6 +55,19 @@ static uint64_t my_start; /* this process's start time; set at the first attach 
 
 /* ---- the slots ------------------------------------------------------------------- */
 
+/* *w moved by +bytes (only while it stays within limit) or -bytes
+ * (saturating at 0); false when it would pass the limit or kept changing
+ * under us. */
+static bool move(_Atomic uint64_t *w, uint64_t bytes, bool up, uint64_t limit) {
+  uint64_t now = atomic_load(w);
+  for (int i = 0; i < CAS_TRIES; i++) {
+    if (up && (bytes > limit || now > limit - bytes)) return false;
+    uint64_t next = up ? now + bytes : now > bytes ? now - bytes : 0;
+    if (atomic_compare_exchange_weak(w, &now, next)) return true;
+  }
+  return false;
+}
+
 static bool alive(uint32_t pid, uint64_t start) {
   if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return false;
   /* 0: its owner is setting it up (budget_layout.h). */
@@ -61,10 +76,12 @@ static bool alive(uint32_t pid, uint64_t start) {
 
 /* Empties a slot whose owner word is still o (the owner died, or a free
  * slot carries a count): one emptier wins the word, the others leave it. */
-static void empty_slot(cp_budget_slot_t *s, uint64_t o) {
+static void empty_slot(cp_budget_file_t *f, cp_budget_slot_t *s, uint64_t o) {
   uint64_t gen = o >> 32, busy = (gen << 32) | CP_BUDGET_BUSY;
   if (!atomic_compare_exchange_strong(&s->owner, &o, busy)) return;
-  atomic_store(&s->reserved, 0);
+  /* A free slot's count was never in the total (a forged one). */
+  uint64_t held = atomic_exchange(&s->reserved, 0);
+  if (cp_budget_pid(o) != 0) move(&f->total, held, false, 0);
   atomic_store(&s->start_time, 0);
   atomic_store(&s->limit, 0);
   atomic_store(&s->owner, ((gen + 1) << 32) & ~(uint64_t)0xffffffffu);
@@ -77,7 +94,7 @@ static void reap(cp_budget_file_t *f) {
     uint64_t o = atomic_load(&s->owner);
     uint32_t pid = cp_budget_pid(o);
     if (pid == CP_BUDGET_BUSY) continue;
-    if (pid == 0 ? atomic_load(&s->reserved) != 0 : !alive(pid, atomic_load(&s->start_time))) empty_slot(s, o);
+    if (pid == 0 ? atomic_load(&s->reserved) != 0 : !alive(pid, atomic_load(&s->start_time))) empty_slot(f, s, o);
   }
 }
 
@@ -100,33 +117,14 @@ static cp_budget_slot_t *take_slot(cp_budget_file_t *f, uint64_t limit) {
   return NULL;
 }
 
-/* The file's total, slot by slot, saturating; the live slots in *n. */
-static uint64_t total_of(const cp_budget_file_t *f, unsigned *n) {
-  uint64_t total = 0;
+/* The slots whose owner is alive or being set up (reap first). */
+static unsigned live_slots(const cp_budget_file_t *f) {
   unsigned live = 0;
   for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
-    total = cp_budget_add_sat(total, atomic_load(&f->slot[i].reserved));
     uint32_t pid = cp_budget_pid(atomic_load(&f->slot[i].owner));
     live += pid != 0 && pid != CP_BUDGET_BUSY;
   }
-  if (n) *n = live;
-  return total;
-}
-
-static uint64_t total(const shared_dev_t *d) {
-  return d->file ? total_of(d->file, NULL) : atomic_load(&d->own.reserved);
-}
-
-/* s's count moved by +bytes or -bytes, saturating; false when the count
- * would pass UINT64_MAX or kept changing under us. */
-static bool move(cp_budget_slot_t *s, size_t bytes, bool up) {
-  uint64_t now = atomic_load(&s->reserved);
-  for (int i = 0; i < CAS_TRIES; i++) {
-    if (up && now > UINT64_MAX - bytes) return false;
-    uint64_t next = up ? now + bytes : now > bytes ? now - bytes : 0;
-    if (atomic_compare_exchange_weak(&s->reserved, &now, next)) return true;
-  }
-  return false;
+  return live;
 }
 
 /* ---- the file -------------------------------------------------------------------- */
@@ -241,6 +239,33 @@ static cp_budget_file_t *map_file(const char *path, const char *key, const char 
 
 /* ---- the interface ----------------------------------------------------------------- */
 
+/* Alone under the limit: this process's own bytes against it. */
+static void go_alone(shared_dev_t *d, uint64_t held) {
+  atomic_store(&d->own.limit, d->limit);
+  atomic_store(&d->own.reserved, held);
+  atomic_store(&d->own_total, held);
+  d->total = &d->own_total;
+  d->file = NULL;
+  atomic_store_explicit(&d->slot, &d->own, memory_order_release);
+}
+
+/* In the file with slot s (its count held, already in the total). */
+static void go_shared(shared_dev_t *d, cp_budget_file_t *f, cp_budget_slot_t *s) {
+  d->file = f;
+  d->total = &f->total;
+  atomic_store_explicit(&d->slot, s, memory_order_release);
+}
+
+/* Alone in the file, with nothing claimed yet: bytes that processes killed
+ * between a claim's two stores left in the total go (budget_layout.h). A
+ * peer that takes a slot and claims meanwhile moves the total, and the
+ * swap fails. */
+static void repair(cp_budget_file_t *f) {
+  reap(f);
+  uint64_t t = atomic_load(&f->total);
+  if (t != 0 && live_slots(f) == 1) atomic_compare_exchange_strong(&f->total, &t, 0);
+}
+
 void cp_shared_attach(int device, uint64_t limit) {
   if (device < 0 || device >= CP_MAX_DEVICES || limit == 0) return;
   shared_dev_t *d = &devs[device];
@@ -256,8 +281,8 @@ void cp_shared_attach(int device, uint64_t limit) {
   if (!my_start) why = "cannot read this process's start time";
   cp_budget_slot_t *s = f ? take_slot(f, limit) : NULL;
   if (s) {
-    d->file = f;
-    atomic_store_explicit(&d->slot, s, memory_order_release);
+    repair(f);
+    go_shared(d, f, s);
     return;
   }
   if (f) munmap(f, sizeof *f);
@@ -265,34 +290,38 @@ void cp_shared_attach(int device, uint64_t limit) {
           "cudapool: warning: CUDAPOOL_SHARED_LIMIT: cannot use %s (%s); the limit holds this process alone on "
           "device %d\n",
           d->path, why, device);
-  atomic_store(&d->own.limit, limit);
-  atomic_store_explicit(&d->slot, &d->own, memory_order_release);
+  go_alone(d, 0);
 }
 
 bool cp_shared_on(int device) {
   return device >= 0 && device < CP_MAX_DEVICES && atomic_load_explicit(&devs[device].slot, memory_order_acquire);
 }
 
+/* The total first, then the slot (budget_layout.h: the order a kill
+ * between them leaves harmless). */
 bool cp_shared_claim(int device, size_t bytes) {
   if (device < 0 || device >= CP_MAX_DEVICES) return true;
   shared_dev_t *d = &devs[device];
   cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
   refused = false;
   if (!s || bytes == 0) return true;
-  if (bytes <= d->limit && move(s, bytes, true)) {
-    if (total(d) <= d->limit) return true;
-    if (d->file) reap(d->file);
-    if (total(d) <= d->limit) return true;
-    move(s, bytes, false);
+  bool ok = move(d->total, bytes, true, d->limit);
+  if (!ok && d->file) {
+    reap(d->file); /* dead processes' bytes out of the total */
+    ok = move(d->total, bytes, true, d->limit);
   }
-  refused = true;
-  return false;
+  if (ok) move(&s->reserved, bytes, true, UINT64_MAX);
+  refused = !ok;
+  return ok;
 }
 
 void cp_shared_release(int device, size_t bytes) {
   if (device < 0 || device >= CP_MAX_DEVICES) return;
-  cp_budget_slot_t *s = atomic_load_explicit(&devs[device].slot, memory_order_acquire);
-  if (s) move(s, bytes, false);
+  shared_dev_t *d = &devs[device];
+  cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
+  if (!s) return;
+  move(&s->reserved, bytes, false, 0);
+  move(d->total, bytes, false, 0);
 }
 
 bool cp_shared_refused(void) { return refused; }
@@ -301,11 +330,12 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   if (!cp_shared_on(device)) return false;
   shared_dev_t *d = &devs[device];
   cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
-  unsigned n = 1;
   if (d->file) reap(d->file);
-  uint64_t t = d->file ? total_of(d->file, &n) : atomic_load(&s->reserved);
-  *out = (cp_shared_usage_t){
-      .limit = d->limit, .total = t, .mine = atomic_load(&s->reserved), .processes = n, .alone = !d->file};
+  *out = (cp_shared_usage_t){.limit = d->limit,
+                             .total = atomic_load(d->total),
+                             .mine = atomic_load(&s->reserved),
+                             .processes = d->file ? live_slots(d->file) : 1,
+                             .alone = !d->file};
   return true;
 }
 
@@ -317,29 +347,32 @@ void cp_shared_end(void) {
     uint64_t o = atomic_load(&s->owner);
     /* A forked child's end is not its parent's. */
     if (cp_budget_pid(o) != (uint32_t)getpid()) continue;
-    /* Frees made after this (destructors) must not lower the count of
-     * whoever takes the slot next: they go to `own`, alone. */
-    atomic_store(&d->own.limit, d->limit);
-    atomic_store(&d->own.reserved, 0);
-    atomic_store_explicit(&d->slot, &d->own, memory_order_release);
+    cp_budget_file_t *f = d->file;
+    /* Frees made after this (destructors) must not lower the counts of
+     * whoever takes the slot next: they go to `own`, alone. The file stays
+     * mapped for a failed exec. */
+    go_alone(d, 0);
+    d->file = f;
     d->held_at_exec = atomic_exchange(&s->reserved, 0);
+    move(&f->total, d->held_at_exec, false, 0);
     atomic_store(&s->start_time, 0);
     atomic_compare_exchange_strong(&s->owner, &o, ((o >> 32) + 1) << 32);
   }
 }
 
+/* The memory is still this process's: counted again, whatever the limit. */
 void cp_shared_after_failed_exec(void) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     shared_dev_t *d = &devs[i];
     if (!atomic_load(&d->slot) || !d->file) continue;
-    cp_budget_slot_t *again = take_slot(d->file, d->limit);
-    /* Every slot taken meanwhile: alone, as at an attach that found none. */
+    cp_budget_file_t *f = d->file;
+    cp_budget_slot_t *again = take_slot(f, d->limit);
     if (!again) {
-      atomic_store(&d->own.limit, d->limit);
-      again = &d->own;
-      d->file = NULL;
+      go_alone(d, d->held_at_exec); /* every slot taken meanwhile */
+      continue;
     }
+    move(&f->total, d->held_at_exec, true, UINT64_MAX);
     atomic_store(&again->reserved, d->held_at_exec);
-    atomic_store_explicit(&d->slot, again, memory_order_release);
+    go_shared(d, f, again);
   }
 }
