@@ -40,8 +40,10 @@ _Static_assert(CP_BUDGET_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUD
 
 typedef struct shared_dev {
   cp_budget_slot_t *_Atomic slot; /* NULL: no shared limit */
-  cp_budget_file_t *file;         /* NULL: alone, slot = &own */
-  _Atomic uint64_t *total;        /* &file->total, or &own_total when alone */
+  /* Atomic: the end of the process (cp_shared_end) moves them while other
+   * threads may still claim. */
+  cp_budget_file_t *_Atomic file;   /* NULL: alone, slot = &own */
+  _Atomic uint64_t *_Atomic total; /* &file->total, or &own_total when alone */
   cp_budget_slot_t own;
   _Atomic uint64_t own_total;
   uint64_t limit;
@@ -306,8 +308,9 @@ bool cp_shared_claim(int device, size_t bytes) {
   refused = false;
   if (!s || bytes == 0) return true;
   bool ok = move(d->total, bytes, true, d->limit);
-  if (!ok && d->file) {
-    reap(d->file); /* dead processes' bytes out of the total */
+  cp_budget_file_t *f = d->file;
+  if (!ok && f) {
+    reap(f); /* dead processes' bytes out of the total */
     ok = move(d->total, bytes, true, d->limit);
   }
   if (ok) move(&s->reserved, bytes, true, UINT64_MAX);
@@ -330,12 +333,13 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   if (!cp_shared_on(device)) return false;
   shared_dev_t *d = &devs[device];
   cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
-  if (d->file) reap(d->file);
+  cp_budget_file_t *f = d->file;
+  if (f) reap(f);
   *out = (cp_shared_usage_t){.limit = d->limit,
                              .total = atomic_load(d->total),
                              .mine = atomic_load(&s->reserved),
-                             .processes = d->file ? live_slots(d->file) : 1,
-                             .alone = !d->file};
+                             .processes = f ? live_slots(f) : 1,
+                             .alone = !f};
   return true;
 }
 
