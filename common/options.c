@@ -153,8 +153,12 @@ static const cp_option_desc_t cp_option_table[] = {
      "CUDAPOOL_OOM_SNAPSHOT file with .N appended (the Nth signal)"},
     {"CUDAPOOL_SHARED_NAME", CP_OPT_NAME, offsetof(cp_options_t, shared_name), "", DEFAULT_IS("none: every process"),
      "1 to 63 letters, digits, '.', '_' or '-'",
-     "cooperate (CUDAPOOL_COOP_WAIT) only with this user's cudapool processes of the same name; unset = with "
-     "all of this user's"},
+     "cooperate (CUDAPOOL_COOP_WAIT) and share CUDAPOOL_SHARED_LIMIT only with this user's cudapool processes "
+     "of the same name; unset = with all of this user's"},
+    {"CUDAPOOL_SHARED_LIMIT", CP_OPT_SIZE_PCT, offsetof(cp_options_t, shared_limit), "0",
+     "running WITHOUT a shared limit", SIZE_FORM ", or N% of device memory",
+     "most bytes all of this user's cudapool processes (of CUDAPOOL_SHARED_NAME) may reserve together per "
+     "device; N% = share of device memory; 0 = no shared limit"},
     {"CUDAPOOL_COOP_WAIT", CP_OPT_MS, offsetof(cp_options_t, coop_wait_ms), "200", DEFAULT_IS("200 ms"),
      "a whole number of milliseconds from 0 to 60000",
      "out of device memory, ask the other cudapool processes (needs CUDAPOOL_LIVE) to give their idle cache "

@@ -68,6 +68,7 @@ typedef struct cp_options {
   char oom_snapshot[CP_OPTION_PATH_MAX]; /* CUDAPOOL_OOM_SNAPSHOT: "" off, else a path (%p expanded) */
   int snapshot_signal;          /* CUDAPOOL_SNAPSHOT_SIGNAL: 0 off, SIGUSR1 or SIGUSR2 */
   char shared_name[CP_OPTION_NAME_MAX]; /* CUDAPOOL_SHARED_NAME: "" = every process of this user */
+  cp_size_opt_t shared_limit; /* CUDAPOOL_SHARED_LIMIT: bytes per device for the group, or N%; 0 = none */
   unsigned coop_wait_ms; /* CUDAPOOL_COOP_WAIT: ms an out-of-memory waits for peers; 0 = no cooperation */
 } cp_options_t;
 

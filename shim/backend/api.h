@@ -48,7 +48,10 @@
  * - stream_capturing: 1 the stream takes part in a capture (it began one,
  *   or joined one by waiting on an event recorded in it); 0 not; -1 unknown
  *   (an error, or a driver without cuStreamIsCapturing). Never invalidates
- *   a capture: only asked of created streams, never of the legacy one. */
+ *   a capture: only asked of created streams, never of the legacy one.
+ * - device_uuid: the device's 16-byte UUID, the same in every process
+ *   whatever CUDA_VISIBLE_DEVICES numbers it; 0, or -1 where CUDA gives
+ *   none. */
 #define CP_API_OPS(X)                                               \
   X(int, current_device, (int *dev))                                \
   X(int, device_count, (int *count))                                \
@@ -64,7 +67,8 @@
   X(int, event_sync, (cudaEvent_t ev))                              \
   X(int, stream_wait, (cudaStream_t stream, cudaEvent_t ev))        \
   X(int, stream_idle, (cudaStream_t stream))                        \
-  X(int, stream_capturing, (cudaStream_t stream))
+  X(int, stream_capturing, (cudaStream_t stream))                   \
+  X(int, device_uuid, (int dev, unsigned char *uuid))
 
 typedef struct cp_api {
   const char *name; /* "runtime" or "driver" */

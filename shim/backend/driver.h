@@ -105,7 +105,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuMemMap, false)                      \
   X(cuMemUnmap, false)                    \
   X(cuMemSetAccess, false)                \
-  X(cuDeviceGetDefaultMemPool, false)
+  X(cuDeviceGetDefaultMemPool, false)     \
+  X(cuDeviceGetUuid_v2, false)
 
 typedef struct cp_drv {
 #define CP_DRV_FIELD(name) __typeof__(name) *name;

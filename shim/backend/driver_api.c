@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "backend/api.h"
 #include "backend/driver.h"
@@ -139,6 +140,13 @@ static int drv_stream_capturing(cudaStream_t s) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   if (!cp_drv.cuStreamIsCapturing || cp_drv.cuStreamIsCapturing(s, &status) != CUDA_SUCCESS) return -1;
   return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static int drv_device_uuid(int dev, unsigned char *uuid) {
+  CUuuid u;
+  if (!cp_drv.cuDeviceGetUuid_v2 || cp_drv.cuDeviceGetUuid_v2(&u, dev) != CUDA_SUCCESS) return -1;
+  memcpy(uuid, u.bytes, sizeof u.bytes);
+  return 0;
 }
 
 #define DRV_OP(ret, op, params) .op = drv_##op,

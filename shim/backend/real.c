@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/api.h"
 #include "backend/real.h"
@@ -186,6 +187,18 @@ static int rt_stream_capturing(cudaStream_t stream) {
   if (!cp_real.cudaStreamIsCapturing) return -1;
   if (ok_or_clear(cp_real.cudaStreamIsCapturing(stream, &status)) != 0) return -1;
   return status != cudaStreamCaptureStatusNone;
+}
+
+/* The properties' UUID: asked once per device and process (budget.c), so
+ * the cost of the whole query does not matter. */
+static int rt_device_uuid(int dev, unsigned char *uuid) {
+  struct cudaDeviceProp p;
+  memset(&p, 0, sizeof p);
+  if (ok_or_clear(cp_real.cudaGetDeviceProperties(&p, dev)) != 0) return -1;
+  static const unsigned char none[sizeof p.uuid.bytes];
+  if (memcmp(p.uuid.bytes, none, sizeof none) == 0) return -1;
+  memcpy(uuid, p.uuid.bytes, sizeof p.uuid.bytes);
+  return 0;
 }
 
 #define RT_OP(ret, op, params) .op = rt_##op,

@@ -93,6 +93,7 @@ typedef cudaStream_t cp_st_t;
   X(cudaStreamIsCapturing, false, (cudaStream_t s, enum cudaStreamCaptureStatus * c), (s, c))   \
   X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                               \
   X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))                      \
+  X(cudaGetDeviceProperties, false, (struct cudaDeviceProp * p, int d), (p, d))                 \
   CP_REAL_ASYNC_FUNCS(X)
 
 typedef struct cp_real {

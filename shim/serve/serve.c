@@ -12,6 +12,7 @@
 #include "state/entry_stats.h"
 #include "state/nvtx.h"
 #include "state/reclaim.h"
+#include "state/shared_limit.h"
 #include "state/shim.h"
 #include "state/snapshot.h"
 #include "state/stacks.h"
@@ -111,6 +112,7 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   size_t limit = resolve_size(&cp_opts.limit, total, "CUDAPOOL_LIMIT");
   size_t max_cached = resolve_size(&cp_opts.max_cached, total, "CUDAPOOL_MAX_CACHED");
   if (limit) cfg.limit = limit;
+  cp_shared_attach(cp_device_id(dev), resolve_size(&cp_opts.shared_limit, total, "CUDAPOOL_SHARED_LIMIT"));
   if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
   if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
   if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
@@ -153,12 +155,27 @@ static void say_cooperation(const cp_coop_result_t *co) {
           co->answered, back);
 }
 
+/* The clause of an out-of-memory that the shared limit refused: what it
+ * is and what the group holds of it. */
+static void say_shared_limit(int device) {
+  cp_shared_usage_t u;
+  if (!cp_shared_usage(device, &u)) return;
+  char limit[32], total[32];
+  cp_format_size_human(u.limit, limit, sizeof limit);
+  cp_format_size_human(u.total, total, sizeof total);
+  if (u.alone)
+    fprintf(stderr, "; shared limit %s reached (CUDAPOOL_SHARED_LIMIT, this process alone)", limit);
+  else
+    fprintf(stderr, "; shared limit %s reached (CUDAPOOL_SHARED_LIMIT): %u cudapool processes%s%s hold %s", limit,
+            u.processes, cp_opts.shared_name[0] ? " of group " : "", cp_opts.shared_name, total);
+}
+
 /* One line on stderr for a request the pool could not serve, as PyTorch's
  * out-of-memory message gives: what was asked, allocated, reserved, cached
  * and the largest free block, what the other cudapool processes gave back
  * (co), and the snapshot file when one was written (NULL: none). At most one
  * a second; the next line counts those left out. Only on the failure path. */
-static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const cp_coop_result_t *co,
+static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, bool shared, const cp_coop_result_t *co,
                               const char *snapshot) {
   static _Atomic uint64_t last_ns, unsaid;
   uint64_t now = cp_monotonic_ns(), last = atomic_load(&last_ns);
@@ -182,6 +199,7 @@ static void say_out_of_memory(cp_pool_t *pool, int device, size_t size, const cp
           "cudapool: out of memory on device %d: asked %s; allocated %s, reserved %s, cached %s "
           "(largest free block %s), limit %s",
           device, asked, allocated, reserved, cached, largest, limit);
+  if (shared) say_shared_limit(device);
   say_cooperation(co);
   if (skipped) fprintf(stderr, " (%llu more since the last such line)", (unsigned long long)skipped);
   if (snapshot) fprintf(stderr, "; snapshot written to %s", snapshot);
@@ -216,25 +234,32 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
                                                                uint64_t stream, uint64_t key, uintptr_t *out,
                                                                int rc) {
   cp_coop_result_t co = {0};
+  /* The pool's last attempt was refused by CUDAPOOL_SHARED_LIMIT (then it
+   * fails as under CUDAPOOL_LIMIT, never forwarded to CUDA unpooled). */
+  bool shared = rc == ENOMEM && cp_shared_refused();
   bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
   if (asked) {
     cp_coop_ask(&co);
     /* Tried again once anyone answered, not only when its own answer counted
      * bytes: a peer that emptied its cache for another asker first answers
      * this one with 0, and the memory is free all the same. */
-    if (co.answered) rc = cp_tcache_alloc(pool, size, stream, key, out);
+    if (co.answered) {
+      rc = cp_tcache_alloc(pool, size, stream, key, out);
+      shared = rc == ENOMEM && cp_shared_refused();
+    }
     if (rc == 0) {
       say_avoided(cp_device_id(dev), size, &co);
       return CP_SERVED;
     }
   }
-  if (rc == ENOMEM) say_out_of_memory(pool, cp_device_id(dev), size, asked ? &co : NULL, cp_snapshot_after_oom());
+  if (rc == ENOMEM)
+    say_out_of_memory(pool, cp_device_id(dev), size, shared, asked ? &co : NULL, cp_snapshot_after_oom());
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
   /* Without a limit the pool gave back all it could, and a failure other
    * than out-of-memory is the device's to report: the program's own call,
    * made now, fails (or succeeds) exactly as natively. */
-  if (cfg.limit == CP_NO_LIMIT || rc != ENOMEM) return CP_FORWARD;
+  if ((cfg.limit == CP_NO_LIMIT && !shared) || rc != ENOMEM) return CP_FORWARD;
   return CP_OUT_OF_MEMORY;
 }
 
@@ -486,13 +511,21 @@ void cp_serve_meminfo(cp_device_t *dev, bool create, size_t *free_bytes, size_t 
   cp_get_stats(pool, &s);
   cp_config_t cfg;
   cp_get_config(pool, &cfg);
-  size_t cached = (size_t)s.cached_bytes.current;
+  size_t cached = (size_t)s.cached_bytes.current, allocated = (size_t)s.allocated_bytes.current;
   size_t free_now = *free_bytes + cached; /* cached memory is free to the program */
   if (cfg.limit != CP_NO_LIMIT) {
-    size_t allocated = (size_t)s.allocated_bytes.current;
     size_t under_limit = cfg.limit > allocated ? cfg.limit - allocated : 0;
     if (free_now > under_limit) free_now = under_limit;
     if (*total_bytes > cfg.limit) *total_bytes = cfg.limit;
+  }
+  cp_shared_usage_t u;
+  if (cp_shared_usage(cp_device_id(dev), &u)) {
+    /* What the others hold is gone; this process's own cache is free to it
+     * (as under CUDAPOOL_LIMIT). */
+    uint64_t others = u.total > u.mine ? u.total - u.mine : 0, taken = others + allocated;
+    uint64_t room = u.limit > taken ? u.limit - taken : 0;
+    if (free_now > room) free_now = (size_t)room;
+    if (*total_bytes > u.limit) *total_bytes = (size_t)u.limit;
   }
   *free_bytes = free_now < *total_bytes ? free_now : *total_bytes;
 }

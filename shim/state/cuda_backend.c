@@ -31,6 +31,12 @@
  * The page entries, for expandable segments, are the driver's virtual
  * memory calls whatever the flavour (cuda_vmm.c).
  *
+ * Under CUDAPOOL_SHARED_LIMIT (shared_limit.h) every segment and every
+ * mapped run of pages is claimed from the shared budget before CUDA is
+ * asked for it, and released once CUDA took it back: a refused claim is an
+ * ENOMEM like a full device's, so the pool's own retries (its cache
+ * released) come first.
+ *
  * Called by the core with the pool lock held; takes the device lock. */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,6 +46,7 @@
 #include "state/device.h"
 #include "state/nvtx.h"
 #include "state/reclaim.h"
+#include "state/shared_limit.h"
 #include "trace.h"
 
 /* The flavour cannot change once a pool exists (cp_api() picks once). */
@@ -48,9 +55,11 @@
 static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   (void)device;
   cp_device_t *dev = ctx;
+  if (!cp_shared_claim(cp_device_id(dev), size)) return ENOMEM;
   int token = cp_device_enter(dev);
   int rc = API()->mem_alloc(size, out);
   cp_device_leave(token);
+  if (rc != 0) cp_shared_release(cp_device_id(dev), size);
   /* Replay hands the same addresses out: best-fit ties break by address. */
   if (rc == 0 && cp_trace_enabled()) cp_trace_extra(CP_TRACE_SEGMENT_ALLOC, *out, size, 0);
   if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(dev), *out, size);
@@ -58,11 +67,12 @@ static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
 }
 
 static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
-  (void)device, (void)size;
+  (void)device;
   if (cp_nvtx_on()) cp_nvtx_segment_removed(addr);
   int token = cp_device_enter(ctx);
   API()->mem_free(addr);
   cp_device_leave(token);
+  cp_shared_release(cp_device_id(ctx), size);
 }
 
 /* An expandable segment is no NVTX heap: compute-sanitizer refuses a heap
@@ -76,6 +86,19 @@ static int cuda_reserve(void *ctx, int device, size_t size, uintptr_t *out) {
 
 static void cuda_unreserve(void *ctx, int device, uintptr_t addr, size_t size) {
   cp_vmm_unreserve(ctx, device, addr, size);
+}
+
+static int cuda_map(void *ctx, int device, uintptr_t addr, size_t size) {
+  int id = cp_device_id(ctx);
+  if (!cp_shared_claim(id, size)) return ENOMEM;
+  int rc = cp_vmm_map(ctx, device, addr, size);
+  if (rc != 0) cp_shared_release(id, size);
+  return rc;
+}
+
+static void cuda_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
+  cp_vmm_unmap(ctx, device, addr, size);
+  cp_shared_release(cp_device_id(ctx), size);
 }
 
 static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }
@@ -330,8 +353,8 @@ cp_backend_t cp_cuda_backend(cp_device_t *dev) {
       .page_size = cp_vmm_page_size,
       .reserve = cuda_reserve,
       .unreserve = cuda_unreserve,
-      .map = cp_vmm_map,
-      .unmap = cp_vmm_unmap,
+      .map = cuda_map,
+      .unmap = cuda_unmap,
       .freed = cp_reclaim_on() ? cp_reclaim_freed : NULL,
   };
 }

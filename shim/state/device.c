@@ -7,6 +7,7 @@
 
 #include "state/capture.h"
 #include "state/nvtx.h"
+#include "state/shared_limit.h"
 #include "state/stacks.h"
 #include "backend/real.h"
 #include "state/shim.h"
@@ -170,6 +171,8 @@ void cp_device_reset(cp_device_t *dev) {
   if (pool && cp_stacks_on) cp_walk(pool, &(cp_walker_t){.block = forget_site});
   if (pool) {
     cp_pool_retire(pool);
+    /* Its memory went with the context, and its frees are no-ops now. */
+    cp_shared_release(cp_device_id(dev), cp_reserved_now(pool));
     retire(pool);
     atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
   }

@@ -23,6 +23,7 @@
 #include "state/device.h"
 #include "state/entry_stats.h"
 #include "state/live.h"
+#include "state/shared_limit.h"
 #include "outfile.h"
 #include "state/shim.h"
 #include "state/sigterm.h"
@@ -145,6 +146,7 @@ void cp_outputs_end(void) {
    * half way never stops it. */
   if (!cp_shim_active()) return;
   cp_live_end();
+  cp_shared_end();
   pthread_once(&end_once, end_outputs);
 }
 
@@ -160,11 +162,13 @@ bool cp_outputs_before_exec(void) {
   cp_trace_before_exec();
   if (cp_device_stats_all(NULL, 0) != 0) write_report(true);
   cp_live_end();
+  cp_shared_end();
   return true;
 }
 
 void cp_outputs_after_failed_exec(void) {
   cp_trace_after_failed_exec();
   cp_live_after_failed_exec();
+  cp_shared_after_failed_exec();
   pthread_mutex_unlock(&lock);
 }

@@ -42,6 +42,7 @@ static const proc_t procs[] = {
     P(cuDriverGetVersion, 2020, cuDriverGetVersion),
     P(cuDeviceGet, 2000, cuDeviceGet),
     P(cuDeviceGetCount, 2000, cuDeviceGetCount),
+    P(cuDeviceGetUuid, 11040, cuDeviceGetUuid_v2),
     P(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
     P(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
     P(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2),

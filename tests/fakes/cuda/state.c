@@ -158,6 +158,18 @@ CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
   return fk_leave(CUDA_SUCCESS);
 }
 
+/* The same UUID as the fake runtime's cudaGetDeviceProperties. */
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
+  ENTER();
+  INIT_OR();
+  if (!uuid) return fk_leave(CUDA_ERROR_INVALID_VALUE);
+  if (dev < 0 || dev >= fk.ndev) return fk_leave(CUDA_ERROR_INVALID_DEVICE);
+  memset(uuid, 0, sizeof *uuid);
+  memcpy(uuid->bytes, "cpfakedev", 9);
+  uuid->bytes[15] = (char)(dev + 1);
+  return fk_leave(CUDA_SUCCESS);
+}
+
 CUresult cuCtxGetCurrent(CUcontext *pctx) {
   ENTER();
   INIT_OR();

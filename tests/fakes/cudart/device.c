@@ -52,6 +52,9 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev) {
   p->minor = 0;
   p->multiProcessorCount = 132;
   p->pciBusID = dev + 1;
+  /* The same UUID as the fake driver's cuDeviceGetUuid_v2 (tests/fakes/cuda/state.c). */
+  memcpy(p->uuid.bytes, "cpfakedev", 9);
+  p->uuid.bytes[15] = (char)(dev + 1);
   p->unifiedAddressing = 1;
   p->managedMemory = 1;
   p->concurrentManagedAccess = 1;

@@ -1,0 +1,382 @@
+/* shared_limit.c: CUDAPOOL_SHARED_LIMIT (see shared_limit.h for the rules
+ * and common/budget_layout.h for the file and the claim).
+ *
+ * Why a file of its own and not the live segments: a limit that holds at
+ * every instant needs one place that every claim adds to and then reads
+ * whole (common/budget_layout.h says why that is exact); summing the live
+ * segments would mean opening, checking and mapping every peer's file on
+ * every segment allocated, and two processes reading each other's old
+ * counts at once would both pass. The file is small (a slot per process)
+ * and mapped once per device and process.
+ *
+ * Invariants: a device's `slot`, once set, is never unset; it points into
+ * the mapped file, or at `own` when the process is alone or has given its
+ * slot up (exit, exec: what is freed after that counts nowhere else), and
+ * moves back into the file after a failed exec; only this process
+ * writes its slot's counts, others write a slot only to empty it after its
+ * owner died (compare-and-swap of `owner` first); every loop over the file
+ * runs over CP_BUDGET_SLOTS slots or a bounded number of retries, whatever
+ * the file says. */
+#include "state/shared_limit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "budget_layout.h"
+#include "live_layout.h"
+#include "state/layer.h"
+#include "state/shim.h"
+
+_Static_assert(CP_BUDGET_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUDAPOOL_SHARED_NAME");
+
+#define CAS_TRIES 65536 /* a count changed under us this often: another writer is hostile */
+
+typedef struct shared_dev {
+  cp_budget_slot_t *_Atomic slot; /* NULL: no shared limit */
+  /* Atomic: the end of the process (cp_shared_end) moves them while other
+   * threads may still claim. */
+  cp_budget_file_t *_Atomic file;   /* NULL: alone, slot = &own */
+  _Atomic uint64_t *_Atomic total; /* &file->total, or &own_total when alone */
+  cp_budget_slot_t own;
+  _Atomic uint64_t own_total;
+  uint64_t limit;
+  uint64_t held_at_exec; /* this process's count when it gave its slot up before an exec */
+  char path[160];
+} shared_dev_t;
+
+static shared_dev_t devs[CP_MAX_DEVICES];
+static __thread __attribute__((tls_model("initial-exec"))) bool refused;
+static uint64_t my_start; /* this process's start time; set at the first attach */
+
+/* ---- the slots ------------------------------------------------------------------- */
+
+/* *w moved by +bytes (only while it stays within limit) or -bytes
+ * (saturating at 0); false when it would pass the limit or kept changing
+ * under us. */
+static bool move(_Atomic uint64_t *w, uint64_t bytes, bool up, uint64_t limit) {
+  uint64_t now = atomic_load(w);
+  for (int i = 0; i < CAS_TRIES; i++) {
+    if (up && (bytes > limit || now > limit - bytes)) return false;
+    uint64_t next = up ? now + bytes : now > bytes ? now - bytes : 0;
+    if (atomic_compare_exchange_weak(w, &now, next)) return true;
+  }
+  return false;
+}
+
+static bool alive(uint32_t pid, uint64_t start) {
+  if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return false;
+  /* 0: its owner is setting it up (budget_layout.h). */
+  return start == 0 || start == cp_live_start_time((long)pid);
+}
+
+/* Empties a slot whose owner word is still o (the owner died, or a free
+ * slot carries a count): one emptier wins the word, the others leave it. */
+static void empty_slot(cp_budget_file_t *f, cp_budget_slot_t *s, uint64_t o) {
+  uint64_t gen = o >> 32, busy = (gen << 32) | CP_BUDGET_BUSY;
+  if (!atomic_compare_exchange_strong(&s->owner, &o, busy)) return;
+  /* A free slot's count was never in the total (a forged one). */
+  uint64_t held = atomic_exchange(&s->reserved, 0);
+  if (cp_budget_pid(o) != 0) move(&f->total, held, false, 0);
+  atomic_store(&s->start_time, 0);
+  atomic_store(&s->limit, 0);
+  atomic_store(&s->owner, ((gen + 1) << 32) & ~(uint64_t)0xffffffffu);
+}
+
+/* Every dead process's slot emptied. */
+static void reap(cp_budget_file_t *f) {
+  for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
+    cp_budget_slot_t *s = &f->slot[i];
+    uint64_t o = atomic_load(&s->owner);
+    uint32_t pid = cp_budget_pid(o);
+    if (pid == CP_BUDGET_BUSY) continue;
+    if (pid == 0 ? atomic_load(&s->reserved) != 0 : !alive(pid, atomic_load(&s->start_time))) empty_slot(f, s, o);
+  }
+}
+
+/* A free slot made this process's, or NULL when every one is taken. */
+static cp_budget_slot_t *take_slot(cp_budget_file_t *f, uint64_t limit) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
+      cp_budget_slot_t *s = &f->slot[i];
+      uint64_t o = atomic_load(&s->owner);
+      if (cp_budget_pid(o) != 0) continue;
+      uint64_t mine = (((o >> 32) + 1) << 32) | (uint32_t)getpid();
+      if (!atomic_compare_exchange_strong(&s->owner, &o, mine)) continue;
+      atomic_store(&s->reserved, 0); /* a free slot carries none, unless forged */
+      atomic_store(&s->limit, limit);
+      atomic_store(&s->start_time, my_start);
+      return s;
+    }
+    reap(f);
+  }
+  return NULL;
+}
+
+/* The slots whose owner is alive or being set up (reap first). */
+static unsigned live_slots(const cp_budget_file_t *f) {
+  unsigned live = 0;
+  for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
+    uint32_t pid = cp_budget_pid(atomic_load(&f->slot[i].owner));
+    live += pid != 0 && pid != CP_BUDGET_BUSY;
+  }
+  return live;
+}
+
+/* ---- the file -------------------------------------------------------------------- */
+
+static void key_of(int device, char *key, size_t n) {
+  const cp_api_t *api = cp_api();
+  unsigned char u[16];
+  if (!api || api->device_uuid(device, u) != 0) {
+    snprintf(key, n, "dev%d", device);
+    return;
+  }
+  int at = snprintf(key, n, "uuid-");
+  for (int i = 0; i < 16; i++) at += snprintf(key + at, n - (size_t)at, "%02x", u[i]);
+}
+
+static bool header_ok(const cp_budget_file_t *f, const char *key) {
+  return memcmp(f->magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC) == 0 && f->layout == CP_BUDGET_LAYOUT &&
+         f->slots == CP_BUDGET_SLOTS && memchr(f->key, '\0', sizeof f->key) && strcmp(f->key, key) == 0 &&
+         memchr(f->group, '\0', sizeof f->group) && strcmp(f->group, cp_opts.shared_name) == 0;
+}
+
+/* A new file at path, whole before anyone can open it: written under a
+ * name of this process's, then linked. 0, EEXIST (someone was first) or an
+ * errno. */
+static int create_file(const char *path, const char *key) {
+  char tmp[96];
+  snprintf(tmp, sizeof tmp, CP_BUDGET_DIR "/.cudapool-budget-new.%lu.%ld", (unsigned long)geteuid(),
+           (long)getpid());
+  unlink(tmp); /* ours, left by a process that had this pid */
+  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  cp_budget_file_t head;
+  memset(&head, 0, sizeof head);
+  memcpy(head.magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC);
+  head.layout = CP_BUDGET_LAYOUT;
+  head.slots = CP_BUDGET_SLOTS;
+  snprintf(head.key, sizeof head.key, "%s", key);
+  snprintf(head.group, sizeof head.group, "%s", cp_opts.shared_name);
+  size_t n = offsetof(cp_budget_file_t, slot);
+  int err = ftruncate(fd, sizeof(cp_budget_file_t)) == 0 && pwrite(fd, &head, n, 0) == (ssize_t)n ? 0 : errno;
+  close(fd);
+  if (err == 0 && link(tmp, path) != 0) err = errno;
+  unlink(tmp);
+  return err;
+}
+
+/* OPENED: *out mapped; MISSING: no file; REPLACE: a file of this user that
+ * is no budget file; AGAIN: the name changed while it was judged; REFUSE:
+ * a file this process must leave alone. */
+typedef enum { OPENED, MISSING, REPLACE, AGAIN, REFUSE } verdict_t;
+
+/* The file at path, opened and checked (shared_limit.h); *why says what
+ * was wrong when it is not OPENED. */
+static verdict_t open_file(const char *path, const char *key, cp_budget_file_t **out, const char **why) {
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    *why = errno == ELOOP ? "a symbolic link" : strerror(errno);
+    return errno == ENOENT ? MISSING : REFUSE;
+  }
+  struct stat st, at;
+  verdict_t v = REFUSE;
+  *why = "not a regular file of this user with one link";
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1) {
+    *why = "not a budget file (wrong size)";
+    v = REPLACE;
+    if (st.st_size == (off_t)sizeof(cp_budget_file_t)) {
+      void *m = mmap(NULL, sizeof(cp_budget_file_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m == MAP_FAILED) {
+        *why = strerror(errno);
+        v = REFUSE;
+      } else if (header_ok(m, key)) {
+        *out = m;
+        v = OPENED;
+      } else {
+        const cp_budget_file_t *f = m;
+        bool other_version = memcmp(f->magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC) == 0 &&
+                             f->layout != CP_BUDGET_LAYOUT;
+        *why = other_version ? "made by another version of cudapool" : "not a budget file (wrong header)";
+        v = other_version ? REFUSE : REPLACE;
+        munmap(m, sizeof(cp_budget_file_t));
+      }
+    }
+  }
+  close(fd);
+  /* Replaced only while the name still holds the file judged: a file a
+   * peer made meanwhile stays. */
+  if (v == REPLACE && !(lstat(path, &at) == 0 && at.st_ino == st.st_ino && at.st_dev == st.st_dev)) v = AGAIN;
+  return v;
+}
+
+/* The device's file mapped, or NULL with *why. */
+static cp_budget_file_t *map_file(const char *path, const char *key, const char **why) {
+  for (int tries = 0; tries < 4; tries++) {
+    cp_budget_file_t *f = NULL;
+    verdict_t v = open_file(path, key, &f, why);
+    if (v == OPENED) return f;
+    if (v == REFUSE) return NULL;
+    if (v == AGAIN) continue;
+    if (v == REPLACE && unlink(path) != 0 && errno != ENOENT) {
+      *why = strerror(errno);
+      return NULL;
+    }
+    int err = create_file(path, key);
+    if (err != 0 && err != EEXIST) {
+      *why = strerror(err);
+      return NULL;
+    }
+  }
+  *why = "it keeps changing";
+  return NULL;
+}
+
+/* ---- the interface ----------------------------------------------------------------- */
+
+/* Alone under the limit: this process's own bytes against it. */
+static void go_alone(shared_dev_t *d, uint64_t held) {
+  atomic_store(&d->own.limit, d->limit);
+  atomic_store(&d->own.reserved, held);
+  atomic_store(&d->own_total, held);
+  d->total = &d->own_total;
+  d->file = NULL;
+  atomic_store_explicit(&d->slot, &d->own, memory_order_release);
+}
+
+/* In the file with slot s (its count held, already in the total). */
+static void go_shared(shared_dev_t *d, cp_budget_file_t *f, cp_budget_slot_t *s) {
+  d->file = f;
+  d->total = &f->total;
+  atomic_store_explicit(&d->slot, s, memory_order_release);
+}
+
+/* Alone in the file, with nothing claimed yet: bytes that processes killed
+ * between a claim's two stores left in the total go (budget_layout.h). A
+ * peer that takes a slot and claims meanwhile moves the total, and the
+ * swap fails. */
+static void repair(cp_budget_file_t *f) {
+  reap(f);
+  uint64_t t = atomic_load(&f->total);
+  if (t != 0 && live_slots(f) == 1) atomic_compare_exchange_strong(&f->total, &t, 0);
+}
+
+void cp_shared_attach(int device, uint64_t limit) {
+  if (device < 0 || device >= CP_MAX_DEVICES || limit == 0) return;
+  shared_dev_t *d = &devs[device];
+  if (atomic_load(&d->slot)) return; /* a pool made again after a reset: the same budget */
+  if (!my_start) my_start = cp_live_start_time((long)getpid());
+  d->limit = limit;
+  char key[CP_BUDGET_KEY_MAX];
+  key_of(device, key, sizeof key);
+  snprintf(d->path, sizeof d->path, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.%s%s%s", (unsigned long)geteuid(), key,
+           cp_opts.shared_name[0] ? "." : "", cp_opts.shared_name);
+  const char *why = "every slot taken by a live process";
+  cp_budget_file_t *f = my_start ? map_file(d->path, key, &why) : NULL;
+  if (!my_start) why = "cannot read this process's start time";
+  cp_budget_slot_t *s = f ? take_slot(f, limit) : NULL;
+  if (s) {
+    repair(f);
+    go_shared(d, f, s);
+    return;
+  }
+  if (f) munmap(f, sizeof *f);
+  fprintf(stderr,
+          "cudapool: warning: CUDAPOOL_SHARED_LIMIT: cannot use %s (%s); the limit holds this process alone on "
+          "device %d\n",
+          d->path, why, device);
+  go_alone(d, 0);
+}
+
+bool cp_shared_on(int device) {
+  return device >= 0 && device < CP_MAX_DEVICES && atomic_load_explicit(&devs[device].slot, memory_order_acquire);
+}
+
+/* The total first, then the slot (budget_layout.h: the order a kill
+ * between them leaves harmless). */
+bool cp_shared_claim(int device, size_t bytes) {
+  if (device < 0 || device >= CP_MAX_DEVICES) return true;
+  shared_dev_t *d = &devs[device];
+  cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
+  refused = false;
+  if (!s || bytes == 0) return true;
+  bool ok = move(d->total, bytes, true, d->limit);
+  cp_budget_file_t *f = d->file;
+  if (!ok && f) {
+    reap(f); /* dead processes' bytes out of the total */
+    ok = move(d->total, bytes, true, d->limit);
+  }
+  if (ok) move(&s->reserved, bytes, true, UINT64_MAX);
+  refused = !ok;
+  return ok;
+}
+
+void cp_shared_release(int device, size_t bytes) {
+  if (device < 0 || device >= CP_MAX_DEVICES) return;
+  shared_dev_t *d = &devs[device];
+  cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
+  if (!s) return;
+  move(&s->reserved, bytes, false, 0);
+  move(d->total, bytes, false, 0);
+}
+
+bool cp_shared_refused(void) { return refused; }
+
+bool cp_shared_usage(int device, cp_shared_usage_t *out) {
+  if (!cp_shared_on(device)) return false;
+  shared_dev_t *d = &devs[device];
+  cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
+  cp_budget_file_t *f = d->file;
+  if (f) reap(f);
+  *out = (cp_shared_usage_t){.limit = d->limit,
+                             .total = atomic_load(d->total),
+                             .mine = atomic_load(&s->reserved),
+                             .processes = f ? live_slots(f) : 1,
+                             .alone = !f};
+  return true;
+}
+
+void cp_shared_end(void) {
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    shared_dev_t *d = &devs[i];
+    cp_budget_slot_t *s = atomic_load(&d->slot);
+    if (!s || !d->file) continue;
+    uint64_t o = atomic_load(&s->owner);
+    /* A forked child's end is not its parent's. */
+    if (cp_budget_pid(o) != (uint32_t)getpid()) continue;
+    cp_budget_file_t *f = d->file;
+    /* Frees made after this (destructors) must not lower the counts of
+     * whoever takes the slot next: they go to `own`, alone. The file stays
+     * mapped for a failed exec. */
+    go_alone(d, 0);
+    d->file = f;
+    d->held_at_exec = atomic_exchange(&s->reserved, 0);
+    move(&f->total, d->held_at_exec, false, 0);
+    atomic_store(&s->start_time, 0);
+    atomic_compare_exchange_strong(&s->owner, &o, ((o >> 32) + 1) << 32);
+  }
+}
+
+/* The memory is still this process's: counted again, whatever the limit. */
+void cp_shared_after_failed_exec(void) {
+  for (int i = 0; i < CP_MAX_DEVICES; i++) {
+    shared_dev_t *d = &devs[i];
+    if (!atomic_load(&d->slot) || !d->file) continue;
+    cp_budget_file_t *f = d->file;
+    cp_budget_slot_t *again = take_slot(f, d->limit);
+    if (!again) {
+      go_alone(d, d->held_at_exec); /* every slot taken meanwhile */
+      continue;
+    }
+    move(&f->total, d->held_at_exec, true, UINT64_MAX);
+    atomic_store(&again->reserved, d->held_at_exec);
+    go_shared(d, f, again);
+  }
+}

@@ -1,0 +1,63 @@
+/* shared_limit.h: CUDAPOOL_SHARED_LIMIT, one budget of device memory for
+ * every cudapool process of this user (or of its CUDAPOOL_SHARED_NAME) on
+ * each device (issue 26, item 3; docs/DESIGN.md, "A limit shared by
+ * processes"; the file's layout and the claim's rule in
+ * common/budget_layout.h).
+ *
+ * Rules:
+ *   - on for a device once cp_shared_attach gave it a limit (at its pool's
+ *     creation); the backend (cuda_backend.c) claims every segment and
+ *     mapped page before CUDA is asked for it, and releases it after CUDA
+ *     took it back: the pool's own bytes only (allocations forwarded to
+ *     CUDA unpooled are not counted);
+ *   - a claim raises this process's slot first, then sums every slot; over
+ *     the limit, it empties the slots of dead processes (pid gone, or
+ *     another start time) and sums again; still over, it takes its bytes
+ *     back and fails (ENOMEM to the pool, which then releases its own cache
+ *     and retries; serve.c asks the peers to give back and says why);
+ *   - the file is used only when it is a regular file of this user, exactly
+ *     one budget file long (checked on the descriptor before mapping), with
+ *     the magic, layout, slot count, device key and group this process
+ *     expects. A file of this user that is not one (short, garbage) is
+ *     replaced; anything else (another user's, a link, another layout)
+ *     leaves this process alone under the limit (its own bytes against it),
+ *     said in one warning;
+ *   - the process gives its slots up at exit and before an exec (its pid and
+ *     start time survive an exec, its device memory does not), and takes
+ *     them again after an exec that failed.
+ * Threads: claims and releases are lock-free atomics on the slot; attach is
+ * called under the device's lock (pool creation), the end under outputs.c's.
+ * Nothing here prints but attach's one warning. */
+#ifndef CUDAPOOL_SHIM_SHARED_LIMIT_H
+#define CUDAPOOL_SHIM_SHARED_LIMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cp_shared_usage {
+  uint64_t limit; /* this process's CUDAPOOL_SHARED_LIMIT on the device, bytes */
+  uint64_t total; /* bytes the group holds on it, this process's included */
+  uint64_t mine;  /* this process's share of total */
+  unsigned processes; /* live slots, this process's included */
+  bool alone;         /* no budget file: the limit holds this process alone */
+} cp_shared_usage_t;
+
+/* The device's budget, limit bytes (0: none). Called at pool creation. */
+void cp_shared_attach(int device, uint64_t limit);
+/* Whether the device has a shared limit. */
+bool cp_shared_on(int device);
+/* Before CUDA is asked for bytes more on device: whether they fit (then
+ * they count as this process's until cp_shared_release). */
+bool cp_shared_claim(int device, size_t bytes);
+void cp_shared_release(int device, size_t bytes);
+/* Whether the last claim this thread made was refused. */
+bool cp_shared_refused(void);
+/* The device's budget now, dead processes' shares emptied first; false
+ * when it has none. */
+bool cp_shared_usage(int device, cp_shared_usage_t *out);
+/* The slots given up (exit, exec) and taken again (after a failed exec). */
+void cp_shared_end(void);
+void cp_shared_after_failed_exec(void);
+
+#endif

@@ -1,0 +1,179 @@
+/* shared_mt.c: CUDAPOOL_SHARED_LIMIT, one budget for the cudapool
+ * processes of a group on a device (issue 26, item 3; shim/state/
+ * shared_limit.c). Each process has its own fake device (16 GiB): the
+ * shared limit is what they share. Threaded (peers answer give-back
+ * requests on their publisher threads): runs under TSan.
+ *
+ * Decisions pinned here, documented in docs/OPTIONS.md and docs/DESIGN.md:
+ *   - four processes churning 256 MiB blocks under a 3 GiB limit: the
+ *     group's total, read from the budget file after every allocation
+ *     served, never passes the limit, and every refusal is
+ *     cudaErrorMemoryAllocation;
+ *   - the share of a peer killed with SIGKILL is taken back: an allocation
+ *     that needs it succeeds;
+ *   - a stopped peer (SIGSTOP) holding only cache: the asker waits at most
+ *     CUDAPOOL_COOP_WAIT, then fails with the shared limit's OOM line;
+ *   - a truncated or garbage budget file of this user is replaced; a
+ *     symbolic link is refused in one warning and the process is held to
+ *     the limit alone; a forged slot of a dead pid counts nothing;
+ *   - cudaMemGetInfo answers from the shared limit.
+ * Each test names its own group (CUDAPOOL_SHARED_NAME), so tests running at
+ * once do not meet. Program: tests/programs/runtime/shared.c. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "budget_layout.h"
+#include "it_check.h"
+
+static char group_env[96], path[256];
+
+static void mk(void) {
+  static int n;
+  snprintf(group_env, sizeof group_env, "CUDAPOOL_SHARED_NAME=shared-it-%ld-%d", (long)getpid(), n++);
+  /* The budget file of fake device 0 (tests/fakes/cudart/device.c's UUID). */
+  snprintf(path, sizeof path, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.uuid-637066616b6564657600000000000001.%s",
+           (unsigned long)geteuid(), strchr(group_env, '=') + 1);
+  unlink(path);
+}
+
+static void rm(void) { unlink(path); }
+
+TestSuite(shared, .init = mk, .fini = rm);
+
+#define ENV(...) IT_ARGS("FAKECUDA_MEMORY=16G", group_env, __VA_ARGS__)
+
+Test(shared, four_churning_processes_never_pass_the_limit) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=3G", "CUDAPOOL_COOP_WAIT=5000"), "shared",
+            IT_ARGS("churn", "4", "60"));
+  int workers = 0, served = 0, refused = 0;
+  for (const char *line = s.out; (line = strstr(line, "worker: ")); line++) {
+    int a, r, over, bad;
+    cr_assert(eq(int, sscanf(line, "worker: served=%d refused=%d over=%d badcode=%d", &a, &r, &over, &bad), 4));
+    cr_assert(eq(int, over, 0), "%s", s.out);
+    cr_assert(eq(int, bad, 0), "%s", s.out);
+    cr_assert(eq(int, a + r, 60), "%s", s.out);
+    workers++, served += a, refused += r;
+  }
+  cr_assert(eq(int, workers, 4), "%s\n%s", s.out, s.err);
+  cr_assert(eq(int, it_count_lines(s.out, "status=0"), 4), "%s", s.out);
+  /* Each worker alone wants more than the room its peers leave it. */
+  cr_assert(gt(int, refused, 0), "%s", s.out);
+  cr_assert(gt(int, served, 0), "%s", s.out);
+  it_free(&s);
+}
+
+Test(shared, a_killed_peers_share_comes_back) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G"), "shared", IT_ARGS("killed", "3072"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)s.err, ""));
+  it_free(&s);
+}
+
+Test(shared, a_peers_idle_cache_comes_back) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_COOP_WAIT=5000"), "shared",
+            IT_ARGS("stopped", "3072"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)s.err,
+               "cudapool: out of memory on device 0 avoided: asked 3.00 GiB; asked 1 other cudapool processes to "
+               "give back: 1 answered, 3.00 GiB came back\n"));
+  it_free(&s);
+}
+
+Test(shared, a_stopped_peer_bounds_the_wait) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_COOP_WAIT=100"), "shared",
+            IT_ARGS("stopped", "3072", "stop"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 0), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "take", "code", -1), 2 /* cudaErrorMemoryAllocation */), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "hold", "status", -1), 0), "%s", s.out);
+  char want[512];
+  snprintf(want, sizeof want,
+           "cudapool: out of memory on device 0: asked 3.00 GiB; allocated 0 B, reserved 0 B, cached 0 B (largest "
+           "free block 0 B), limit none; shared limit 4.00 GiB reached (CUDAPOOL_SHARED_LIMIT): 2 cudapool "
+           "processes of group %s hold 3.00 GiB; asked 1 other cudapool processes to give back: 0 answered, 0 B "
+           "came back\n",
+           strchr(group_env, '=') + 1);
+  cr_assert(eq(str, (char *)s.err, want));
+  it_free(&s);
+}
+
+Test(shared, meminfo_answers_from_the_shared_limit) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G"), "shared", IT_ARGS("meminfo", "1024"));
+  /* The peer holds 1 GiB of 4; this process's own cache is free to it. */
+  cr_assert(eq(str, (char *)it_line(&s, "info"), "info: when=peer code=0 free=3221225472 total=4294967296"),
+            "%s", s.out);
+  cr_assert(eq(int, it_count_lines(s.out, "info: when=cached code=0 free=3221225472 total=4294967296"), 1), "%s",
+            s.out);
+  it_free(&s);
+}
+
+static void plant(const void *bytes, size_t n) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  cr_assert(ge(int, fd, 0), "%s", path);
+  cr_assert(eq(long, (long)write(fd, bytes, n), (long)n));
+  close(fd);
+}
+
+/* The limit holds: 4 GiB of a 4 GiB limit is served, 5000 MiB is not. */
+static void limit_holds(const char *want_err) {
+  it_result s = {0}, t = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G"), "shared", IT_ARGS("take", "4096"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)s.err, (char *)want_err));
+  it_run_ok(&t, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_COOP_WAIT=0"), "shared", IT_ARGS("take", "5000"));
+  cr_assert(eq(long, it_val(&t, "take", "code", -1), 2), "%s\n%s", t.out, t.err);
+  it_free(&s);
+  it_free(&t);
+}
+
+Test(shared, a_truncated_budget_file_is_replaced) {
+  char zeros[100] = {0};
+  plant(zeros, sizeof zeros);
+  limit_holds("");
+  struct stat st;
+  cr_assert(eq(int, stat(path, &st), 0));
+  cr_assert(eq(long, (long)st.st_size, (long)sizeof(cp_budget_file_t)));
+}
+
+Test(shared, a_garbage_budget_file_is_replaced) {
+  static char junk[sizeof(cp_budget_file_t)];
+  memset(junk, 0x5a, sizeof junk);
+  plant(junk, sizeof junk);
+  limit_holds("");
+}
+
+Test(shared, a_symbolic_link_is_refused) {
+  cr_assert(eq(int, symlink("/dev/null", path), 0));
+  char want[512];
+  snprintf(want, sizeof want,
+           "cudapool: warning: CUDAPOOL_SHARED_LIMIT: cannot use %s (a symbolic link); the limit holds this process "
+           "alone on device 0\n",
+           path);
+  limit_holds(want);
+}
+
+Test(shared, a_forged_slot_of_a_dead_pid_counts_nothing) {
+  static cp_budget_file_t f;
+  memset(&f, 0, sizeof f);
+  memcpy(f.magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC);
+  f.layout = CP_BUDGET_LAYOUT;
+  f.slots = CP_BUDGET_SLOTS;
+  snprintf(f.key, sizeof f.key, "uuid-637066616b6564657600000000000001");
+  snprintf(f.group, sizeof f.group, "%s", strchr(group_env, '=') + 1);
+  /* The test's own pid with a start time not its own, holding 2^62 bytes;
+   * a free slot claiming bytes; a total that says so. */
+  atomic_store(&f.slot[3].owner, ((uint64_t)7 << 32) | (uint32_t)getpid());
+  atomic_store(&f.slot[3].start_time, 1);
+  atomic_store(&f.slot[3].reserved, (uint64_t)1 << 62);
+  atomic_store(&f.slot[5].reserved, UINT64_MAX);
+  atomic_store(&f.total, (uint64_t)1 << 62);
+  plant(&f, sizeof f);
+  limit_holds("");
+}

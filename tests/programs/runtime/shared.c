@@ -1,0 +1,243 @@
+/* shared.c: processes under one CUDAPOOL_SHARED_LIMIT (shim/state/
+ * shared_limit.c), each with its own fake device (the limit is what they
+ * share); run under the shim, with CUDAPOOL_SHARED_NAME naming the group.
+ *
+ *   shared churn N ITERS   N workers (`shared worker`, children), each
+ *                          holding 512 MiB until all do, then allocating
+ *                          and freeing 256 MiB blocks ITERS times; each
+ *                          reads the group's total from the budget file
+ *                          after every allocation served. Prints per worker
+ *                          "worker: i=I status=S served=A refused=R over=O
+ *                          badcode=B" (over: totals seen above the limit;
+ *                          badcode: failures other than
+ *                          cudaErrorMemoryAllocation)
+ *   shared killed SIZE     a child holds SIZE, is killed (SIGKILL), then
+ *                          this process allocates SIZE: "take: ok= code="
+ *   shared stopped SIZE [stop]  a child allocates and frees SIZE (its cache
+ *                          holds it), is stopped (SIGSTOP) with "stop",
+ *                          then this process allocates SIZE: "take:"
+ *   shared meminfo SIZE    a child holds SIZE; this process's
+ *                          cudaMemGetInfo: "info: free= total=", then again
+ *                          after it allocated and freed SIZE itself
+ *   shared take SIZE       allocates SIZE: "take: ok= code="
+ *   shared path            prints the budget file's path: "path: PATH"
+ *   shared hold SIZE R W [free]  (a child) allocates SIZE (and frees it),
+ *                          writes 1 byte to fd W, waits until fd R closes
+ * The limit and the sizes come from the test (tests/integration/runtime/
+ * shared_mt.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "budget_layout.h"
+#include "progs.h"
+
+/* The budget file of the fake device 0 (its UUID: tests/fakes/cudart/device.c). */
+static void budget_path(char *out, size_t n) {
+  const char *group = getenv("CUDAPOOL_SHARED_NAME");
+  snprintf(out, n, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.uuid-%s%s%s", (unsigned long)geteuid(),
+           "637066616b6564657600000000000001", group && *group ? "." : "", group && *group ? group : "");
+}
+
+static const cp_budget_file_t *map_budget(void) {
+  char path[256];
+  budget_path(path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  void *m = mmap(NULL, sizeof(cp_budget_file_t), PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+static uint64_t total_of(const cp_budget_file_t *f) { return atomic_load(&f->total); }
+
+static size_t size_arg(const char *s) { return (size_t)strtoull(s, NULL, 10) * MiB; }
+
+/* A child running `shared hold ...`: its pid, with *to (its stdin: close to
+ * end it) and after it wrote its byte. */
+static pid_t start_hold(size_t size, bool free_it, int *to) {
+  int down[2], up[2];
+  if (pipe(down) != 0 || pipe(up) != 0) return -1;
+  pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    char mib[32], r[16], w[16];
+    snprintf(mib, sizeof mib, "%zu", size / MiB);
+    snprintf(r, sizeof r, "%d", down[0]);
+    snprintf(w, sizeof w, "%d", up[1]);
+    close(down[1]);
+    close(up[0]);
+    execl("/proc/self/exe", "shared", "hold", mib, r, w, free_it ? "free" : "keep", (char *)NULL);
+    _exit(127);
+  }
+  close(down[0]);
+  close(up[1]);
+  char c;
+  if (read(up[0], &c, 1) != 1) return -1;
+  close(up[0]);
+  *to = down[1];
+  return child;
+}
+
+static int hold(size_t size, int rfd, int wfd, bool free_it) {
+  void *p;
+  if (cudaMalloc(&p, size) != cudaSuccess) return 1;
+  if (free_it && cudaFree(p) != cudaSuccess) return 1;
+  if (write(wfd, "x", 1) != 1) return 1;
+  char c;
+  while (read(rfd, &c, 1) > 0) {
+  }
+  return 0;
+}
+
+static void take(size_t size) {
+  void *p = NULL;
+  cudaError_t err = cudaMalloc(&p, size);
+  printf("take: ok=%d code=%d\n", err == cudaSuccess, (int)err);
+  if (err == cudaSuccess) cudaFree(p);
+}
+
+static int end_child(pid_t child, int to) {
+  int st;
+  close(to);
+  if (waitpid(child, &st, 0) != child) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- churn ------------------------------------------------------------------------ */
+
+static int worker(int iters, int rfd, int wfd) {
+  void *base, *blocks[8];
+  int n = 0, served = 0, refused = 0, over = 0, badcode = 0;
+  if (cudaMalloc(&base, 512 * MiB) != cudaSuccess) return 1;
+  const cp_budget_file_t *f = map_budget();
+  if (!f) return 2;
+  uint64_t limit = atomic_load(&f->slot[0].limit);
+  for (int i = 1; i < CP_BUDGET_SLOTS && !limit; i++) limit = atomic_load(&f->slot[i].limit);
+  char c;
+  if (write(wfd, "x", 1) != 1 || read(rfd, &c, 1) != 1) return 3; /* every worker holds its 512 MiB */
+  srand((unsigned)getpid());
+  for (int i = 0; i < iters; i++) {
+    cudaError_t err = cudaMalloc(&blocks[n], 256 * MiB);
+    if (err == cudaSuccess) {
+      served++;
+      n++;
+      over += total_of(f) > limit;
+    } else {
+      refused++;
+      badcode += err != cudaErrorMemoryAllocation;
+      cudaGetLastError();
+    }
+    /* Full, refused, or now and then: everything back to the cache. */
+    if (n == 6 || err != cudaSuccess || rand() % 4 == 0)
+      while (n > 0) cudaFree(blocks[--n]);
+  }
+  cudaFree(base);
+  printf("worker: served=%d refused=%d over=%d badcode=%d\n", served, refused, over, badcode);
+  return 0;
+}
+
+static int churn(int n, int iters) {
+  pid_t kids[16];
+  int down[16][2], up[16][2];
+  if (n > 16) return 1;
+  fflush(stdout);
+  for (int i = 0; i < n; i++) {
+    if (pipe(down[i]) != 0 || pipe(up[i]) != 0) return 1;
+    if ((kids[i] = fork()) < 0) return 1;
+    if (kids[i] == 0) {
+      char it[16], r[16], w[16];
+      snprintf(it, sizeof it, "%d", iters);
+      snprintf(r, sizeof r, "%d", down[i][0]);
+      snprintf(w, sizeof w, "%d", up[i][1]);
+      execl("/proc/self/exe", "shared", "worker", it, r, w, (char *)NULL);
+      _exit(127);
+    }
+    close(down[i][0]);
+    close(up[i][1]);
+  }
+  char c;
+  for (int i = 0; i < n; i++)
+    if (read(up[i][0], &c, 1) != 1) return 1;
+  for (int i = 0; i < n; i++)
+    if (write(down[i][1], "x", 1) != 1) return 1;
+  for (int i = 0; i < n; i++) {
+    int st;
+    if (waitpid(kids[i], &st, 0) != kids[i]) return 1;
+    printf("status: i=%d status=%d\n", i, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  }
+  return 0;
+}
+
+/* ---- the other cases ------------------------------------------------------------------ */
+
+static int killed(size_t size) {
+  int to;
+  pid_t child = start_hold(size, false, &to);
+  if (child < 0) return 1;
+  int st;
+  if (kill(child, SIGKILL) != 0 || waitpid(child, &st, 0) != child) return 1;
+  close(to);
+  take(size);
+  return 0;
+}
+
+static int stopped(size_t size, bool stop) {
+  int to, st;
+  pid_t child = start_hold(size, true, &to);
+  if (child < 0) return 1;
+  if (stop && (kill(child, SIGSTOP) != 0 || waitpid(child, &st, WUNTRACED) != child || !WIFSTOPPED(st)))
+    return 1;
+  take(size);
+  if (stop) kill(child, SIGCONT);
+  printf("hold: status=%d\n", end_child(child, to));
+  return 0;
+}
+
+static void info(const char *when) {
+  size_t free_bytes = 0, total = 0;
+  cudaError_t err = cudaMemGetInfo(&free_bytes, &total);
+  printf("info: when=%s code=%d free=%zu total=%zu\n", when, (int)err, free_bytes, total);
+}
+
+static int meminfo(size_t size) {
+  int to;
+  pid_t child = start_hold(size, false, &to);
+  if (child < 0) return 1;
+  info("peer");
+  void *p;
+  if (cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess) return 1;
+  info("cached");
+  printf("hold: status=%d\n", end_child(child, to));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (strcmp(mode, "churn") == 0 && argc > 3) return churn(atoi(argv[2]), atoi(argv[3]));
+  if (strcmp(mode, "worker") == 0 && argc > 4) return worker(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+  if (strcmp(mode, "killed") == 0 && argc > 2) return killed(size_arg(argv[2]));
+  if (strcmp(mode, "stopped") == 0 && argc > 2) return stopped(size_arg(argv[2]), argc > 3);
+  if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
+  if (strcmp(mode, "take") == 0 && argc > 2) {
+    take(size_arg(argv[2]));
+    return 0;
+  }
+  if (strcmp(mode, "path") == 0) {
+    char path[256];
+    budget_path(path, sizeof path);
+    printf("path: %s\n", path);
+    return 0;
+  }
+  if (strcmp(mode, "hold") == 0 && argc > 5)
+    return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), strcmp(argv[5], "free") == 0);
+  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | take MIB | path\n");
+  return 2;
+}
