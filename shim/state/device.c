@@ -19,7 +19,7 @@ static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 atomic_bool cp_per_thread_stream_seen; /* device.h */
 /* Bumped whenever a stream is created, destroyed or forgotten: it
  * invalidates every thread's cached answer of cp_device_stream_known. */
-static atomic_uint stream_generation;
+atomic_uint cp_stream_generation; /* device.h */
 _Atomic uint64_t cp_pool_mask; /* device.h */
 
 static void table_init(void) {
@@ -158,7 +158,7 @@ void cp_device_reset(cp_device_t *dev) {
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
   /* The reset destroyed the device's streams and events with it. */
   CP_HASH_FREE_ALL(dev->streams, cp_stream_entry_t);
-  atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
+  atomic_fetch_add_explicit(&cp_stream_generation, 1, memory_order_release);
   atomic_store(&dev->live_streams, 0);
   atomic_store(&dev->live_nonblocking, 0);
   dev->barrier_event = NULL;
@@ -210,7 +210,7 @@ void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblo
   } else if (s && s->nonblocking) {
     atomic_fetch_sub(&dev->live_nonblocking, 1);
   }
-  atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
+  atomic_fetch_add_explicit(&cp_stream_generation, 1, memory_order_release);
   if (s) {
     s->nonblocking = nonblocking;
     /* Without an event no barrier can reach a non-blocking stream (same-thread
@@ -238,7 +238,7 @@ static __thread __attribute__((tls_model("initial-exec"))) struct {
 
 bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream) {
   if (!atomic_load_explicit(&dev->live_streams, memory_order_relaxed)) return false;
-  unsigned generation = atomic_load_explicit(&stream_generation, memory_order_acquire);
+  unsigned generation = atomic_load_explicit(&cp_stream_generation, memory_order_acquire);
   if (last_known.dev == dev && last_known.stream == stream && last_known.generation == generation)
     return last_known.known;
   pthread_mutex_lock(&dev->lock);
@@ -305,7 +305,7 @@ static bool stream_destroying_on(const cp_api_t *api, cp_device_t *dev, cudaStre
   cp_stream_entry_t *s;
   HASH_FIND_PTR(dev->streams, &stream, s);
   if (s) {
-    atomic_fetch_add_explicit(&stream_generation, 1, memory_order_release);
+    atomic_fetch_add_explicit(&cp_stream_generation, 1, memory_order_release);
     HASH_DEL(dev->streams, s);
     /* Ordered first, counted gone after: a legacy synchronisation that then
      * finds no non-blocking stream live (serve.c) was called after the

@@ -118,6 +118,10 @@ bool cp_device_nonblocking_live(const cp_device_t *dev);
  * known handle again updates it (a stream one layer created and the other
  * saw, or a handle reused after a destroy the shim missed). */
 void cp_device_stream_created(cp_device_t *dev, cudaStream_t stream, bool nonblocking);
+/* Bumped whenever a stream is created, destroyed or forgotten: a handle may
+ * come back for a new stream, so an answer cached by handle is valid only
+ * for the generation it was taken in. */
+extern atomic_uint cp_stream_generation;
 /* Whether the program created stream on dev and has not destroyed it (a
  * stream the shim does not know may belong to another device). */
 bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream);

@@ -70,6 +70,7 @@ static __thread struct {
   const cp_order_t *order;
   uintptr_t tag;
   uint64_t window;
+  unsigned generation; /* of the stream table: a destroyed stream's handle may come back */
 } known_dirty;
 
 void cp_order_init(cp_order_t *order) {
@@ -304,13 +305,15 @@ int cp_order_submit(cudaStream_t stream, cp_submit_api_t api) {
   if (home == tag) return i;
   uint64_t s = atomic_load(&o->state);
   if (home != CP_ORDER_HOME_CLOSED && CP_ORDER_MODE(s) == CP_ORDER_MIXED && known_dirty.order == o &&
-      known_dirty.tag == tag && known_dirty.window == CP_ORDER_WINDOW(s))
+      known_dirty.tag == tag && known_dirty.window == CP_ORDER_WINDOW(s) &&
+      known_dirty.generation == atomic_load_explicit(&cp_stream_generation, memory_order_acquire))
     return i;
   if (capturing(tag, stream)) return i;
   /* Not counted while waiting for the lock: a recovery holding it must not
    * take this submission for one in flight; counted again before the lock
    * is released, so one that follows does. */
   atomic_fetch_sub(&in_flight[i].n, 1);
+  unsigned generation = atomic_load_explicit(&cp_stream_generation, memory_order_acquire);
   pthread_mutex_lock(&o->lock);
   submit_locked(dev, tag, known);
   atomic_fetch_add(&in_flight[i].n, 1);
@@ -318,6 +321,7 @@ int cp_order_submit(cudaStream_t stream, cp_submit_api_t api) {
   known_dirty.order = o;
   known_dirty.tag = tag;
   known_dirty.window = CP_ORDER_WINDOW(s);
+  known_dirty.generation = generation;
   pthread_mutex_unlock(&o->lock);
   return i;
 }
