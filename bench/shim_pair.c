@@ -2,12 +2,16 @@
  * shim (interposition, serving rules, the thread cache), run by
  * `make bench` under LD_PRELOAD=libcudapool.so on the fake runtime, whose
  * own calls a cached pair never reaches. Prints "shim_pair_SIZE: N ns/pair",
- * N the median over batches, for a few sizes; alloc_bench.cu measures the
+ * N the median over batches, for a few sizes, then with a non-blocking
+ * stream live and a memset on the legacy stream between pairs (what the
+ * learned stream order makes a cached pair again; CUDAPOOL_LEARN_ORDER=0
+ * shows the barrier it spares); alloc_bench.cu measures the
  * same on a GPU. Started without the shim, it runs itself again with the
  * build's libcudapool.so (../libcudapool.so from this binary) preloaded. */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +22,7 @@
 #define BATCHES 41
 #define PAIRS 20000
 
-static void pair_of(size_t size, const char *name) {
+static void pair_of(size_t size, const char *name, bool work) {
   double per_pair[BATCHES];
   void *p;
   for (int i = 0; i < PAIRS; i++) { /* warm up: the segment, the cache */
@@ -29,6 +33,7 @@ static void pair_of(size_t size, const char *name) {
     double t0 = now_ns();
     for (int i = 0; i < PAIRS; i++) {
       cudaMalloc(&p, size);
+      if (work) cudaMemsetAsync(p, 0, 1, 0);
       cudaFree(p);
     }
     per_pair[b] = (now_ns() - t0) / PAIRS;
@@ -57,8 +62,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "shim_pair: could not run with libcudapool.so preloaded\n");
     return 1;
   }
-  pair_of(512, "512B");
-  pair_of((size_t)1 << 20, "1MiB");
-  pair_of((size_t)64 << 20, "64MiB");
+  pair_of(512, "512B", false);
+  pair_of((size_t)1 << 20, "1MiB", false);
+  pair_of((size_t)64 << 20, "64MiB", false);
+  cudaStream_t s;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return 1;
+  pair_of(512, "512B_stream_live_legacy_memset", true);
+  pair_of((size_t)64 << 20, "64MiB_stream_live_legacy_memset", true);
+  cudaStreamDestroy(s);
   return 0;
 }
