@@ -157,4 +157,7 @@ bool fk_vmm_accessible(uintptr_t p, size_t n);
 /* proc.c */
 void *fk_export(const char *name);
 
+/* work.c: cuFutureLaunch, which proc.c hands out (declared by no cuda.h) */
+CUresult fk_future_launch(CUstream h);
+
 #endif
