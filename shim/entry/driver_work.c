@@ -91,14 +91,18 @@ CP_DRV_WORK(CP_DW_WRAP)
 #undef CP_DW_WRAP
 
 /* One launch on one stream per device, the streams in the array. A list
- * longer than the shim's device table cannot be valid (more devices than
- * exist): the driver refuses it, so it submits nothing to be seen. */
+ * longer than the shim's device table (more devices than cudapool handles)
+ * cannot be told apart: the order is given up before it runs. */
 CUresult cp_w_cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices,
                                                    unsigned int flags) {
   __typeof__(cuLaunchCooperativeKernelMultiDevice) *fn =
       (__typeof__(cuLaunchCooperativeKernelMultiDevice) *)real_of(DW_cuLaunchCooperativeKernelMultiDevice);
   if (!fn) return CUDA_ERROR_NOT_INITIALIZED;
-  if (cp_inside || !launchParamsList || numDevices > CP_MAX_DEVICES) return fn(launchParamsList, numDevices, flags);
+  if (cp_inside || !launchParamsList) return fn(launchParamsList, numDevices, flags);
+  if (numDevices > CP_MAX_DEVICES) {
+    cp_order_give_up("cuLaunchCooperativeKernelMultiDevice over more devices than cudapool handles");
+    return fn(launchParamsList, numDevices, flags);
+  }
   int tokens[CP_MAX_DEVICES];
   for (unsigned i = 0; i < numDevices; i++)
     tokens[i] = cp_order_submit((cudaStream_t)launchParamsList[i].hStream, CP_SUBMIT_PLAIN);

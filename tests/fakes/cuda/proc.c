@@ -109,6 +109,7 @@ static const proc_t procs[] = {
     PT(cuLaunchKernel, 7000, cuLaunchKernel_ptsz),
     P(cuMemsetD8Async, 3020, cuMemsetD8Async),
     PT(cuMemsetD8Async, 7000, cuMemsetD8Async_ptsz),
+    P(cuMemcpyHtoDAsync, 2000, cuMemcpyHtoDAsync),
     P(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2),
     PT(cuMemcpyHtoDAsync, 7000, cuMemcpyHtoDAsync_v2_ptsz),
     P(cuFutureLaunch, 13000, fk_future_launch),

@@ -2,7 +2,8 @@
  * the work entry points need it (shim/entry/driver_work.c): a kernel launch
  * (no kernel runs: the launch is checked against its stream and the capture
  * rules, as any work is), an asynchronous memset and a host-to-device copy,
- * each with its per-thread twin, and cuFutureLaunch, an entry point no
+ * each with its per-thread twin (and the copy's first, 32-bit variant), and
+ * cuFutureLaunch, an entry point no
  * cuda.h declares (proc.c hands it out), standing for one from a driver
  * newer than cudapool's build.
  *
@@ -78,6 +79,13 @@ static CUresult copy_async(CUdeviceptr dst, const void *src, size_t n, CUstream 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream h) {
   ENTER();
   return fk_leave(copy_async(dst, src, n, h, 0));
+}
+
+/* The first variant (CUDA 2.0): 32-bit device pointers, which no
+ * allocation here has; it answers as the driver does for such an address. */
+CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 dst, const void *src, unsigned int n, CUstream h) {
+  ENTER();
+  return fk_leave(copy_async((CUdeviceptr)dst, src, n, h, 0));
 }
 
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream h) {

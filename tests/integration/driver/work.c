@@ -21,9 +21,9 @@ static const char *lib_env(void) {
   return env;
 }
 
-static const char *const doors[] = {"proc_launch",     "proc_memset",  "proc_copy",     "proc_launch_pt",
-                                    "proc_memset_pt",  "proc_copy_pt", "dlsym_memset_pt", "dlsym_launch",
-                                    "linked_memset",   "linked_launch"};
+static const char *const doors[] = {"proc_launch",    "proc_memset",     "proc_copy",    "proc_launch_pt",
+                                    "proc_memset_pt", "proc_copy_pt",    "proc_copy_old", "dlsym_memset_pt",
+                                    "dlsym_launch",   "linked_memset",   "linked_launch"};
 
 #define GIVEN_UP "cudapool: order: not learned ("
 
@@ -39,11 +39,13 @@ Test(shim_it_driver_work, every_door_hands_out_the_wrapper_of_the_same_variant) 
   cr_assert(eq(str, (char *)it_line(&s, "proc_memset_pt"), "proc_memset_pt: symbol=cuMemsetD8Async_ptsz"));
   cr_assert(eq(str, (char *)it_line(&s, "proc_copy_pt"), "proc_copy_pt: symbol=cuMemcpyHtoDAsync_v2_ptsz"));
   cr_assert(eq(str, (char *)it_line(&s, "proc_launch"), "proc_launch: symbol=cuLaunchKernel"));
+  /* An old cudaVersion gets the old variant's wrapper: its own ABI. */
+  cr_assert(eq(str, (char *)it_line(&s, "proc_copy_old"), "proc_copy_old: symbol=cuMemcpyHtoDAsync"));
   cr_assert(eq(str, (char *)it_line(&s, "calls"),
                "calls: setup=0 memset=0 memset_pt=0 dlsym_memset=0 linked_memset=0 copy=0 copy_pt=0 sync=0 "
                "read=0 contents=1"));
   cr_assert(eq(str, (char *)it_line(&s, "counts"),
-               "counts: launch=4 launch_ptsz=2 memset=2 memset_ptsz=2 copy=2 copy_ptsz=1"));
+               "counts: launch=4 launch_ptsz=2 memset=2 memset_ptsz=2 copy=2 copy_ptsz=1 copy_v1=1"));
   /* Failed lookups of unknown names give nothing up. */
   cr_assert(eq(ptr, strstr(s.err, GIVEN_UP), NULL), "%s", s.err);
   it_free(&n);
@@ -79,7 +81,7 @@ Test(shim_it_driver_work, disabled_hands_out_the_drivers_own_functions) {
   const char *const env[] = {lib_env(), "CUDAPOOL_DISABLE=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_work", IT_ARGS("future"));
-  for (size_t i = 0; i < 8; i++) /* the lookups; -lcuda still binds the exports */
+  for (size_t i = 0; i < 9; i++) /* the lookups; -lcuda still binds the exports */
     cr_assert(eq(long, it_info_val(&s, doors[i], "in_cudapool", -1), 0), "%s\n%s", doors[i], s.out);
   it_free(&n);
   it_free(&s);

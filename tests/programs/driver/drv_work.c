@@ -1,7 +1,8 @@
 /* drv_work.c: entry points that submit work (a launch, an asynchronous
  * memset and copy, and their per-thread twins), reached through every door
  * a program has to the driver: cuGetProcAddress_v2 (with and without the
- * per-thread flag), dlsym by handle, and -lcuda linking. For each it prints
+ * per-thread flag, and the copy's 32-bit variant with CUDA 2.0's version),
+ * dlsym by handle, and -lcuda linking. For each it prints
  * the symbol dladdr names (the same natively and under the shim: the
  * shim's wrapper is exported under the driver's name) and, in info lines,
  * whether the function lies in libcudapool. Then it calls them all and
@@ -56,6 +57,9 @@ int main(int argc, char **argv) {
   launch_fn *pt_launch = (launch_fn *)proc("cuLaunchKernel", pt);
   memset_fn *pt_memset = (memset_fn *)proc("cuMemsetD8Async", pt);
   copy_fn *pt_copy = (copy_fn *)proc("cuMemcpyHtoDAsync", pt);
+  /* CUDA 2.0's variant: 32-bit device pointers. */
+  void *old_copy = NULL;
+  D.getProc("cuMemcpyHtoDAsync", &old_copy, 2000, legacy, NULL);
   memset_fn *d_memset = (memset_fn *)dlsym(D.lib, "cuMemsetD8Async_ptsz");
   launch_fn *d_launch = (launch_fn *)dlsym(D.lib, "cuLaunchKernel");
   where("proc_launch", (void *)p_launch);
@@ -64,6 +68,7 @@ int main(int argc, char **argv) {
   where("proc_launch_pt", (void *)pt_launch);
   where("proc_memset_pt", (void *)pt_memset);
   where("proc_copy_pt", (void *)pt_copy);
+  where("proc_copy_old", old_copy);
   where("dlsym_memset_pt", (void *)d_memset);
   where("dlsym_launch", (void *)d_launch);
   where("linked_memset", (void *)cuMemsetD8Async);
@@ -93,6 +98,8 @@ int main(int argc, char **argv) {
   int bad_stream = launch(p_launch, KERNEL, (CUstream)(uintptr_t)0x1000);
   int null_function = launch(pt_launch, NULL, s);
   int bad_copy = p_copy ? (int)p_copy(p, NULL, 16, s) : -1;
+  __typeof__(cuMemcpyHtoDAsync) *v1 = (__typeof__(cuMemcpyHtoDAsync) *)old_copy;
+  int old_copy_rc = v1 ? (int)v1(0x1000, in, 16, s) : -1;
   int sync = D.cuStreamSynchronize(s) | D.cuCtxSynchronize_v2(NULL);
   int read = D.cuMemcpyDtoH_v2(out, p, n);
   printf("calls: setup=%d memset=%d memset_pt=%d dlsym_memset=%d linked_memset=%d copy=%d copy_pt=%d sync=%d "
@@ -100,12 +107,13 @@ int main(int argc, char **argv) {
          setup, memset_rc, memset_pt_rc, dlsym_rc, linked_memset_rc, copy_rc, copy_pt_rc, sync, read,
          memcmp(out, want, n) == 0);
   printf("launches: legacy_lookup=%d pt_lookup=%d dlsym=%d linked=%d bad_stream=%d null_function=%d "
-         "bad_copy=%d\n",
-         launch_rc, launch_pt_rc, dlsym_launch_rc, linked_launch_rc, bad_stream, null_function, bad_copy);
-  printf("counts: launch=%ld launch_ptsz=%ld memset=%ld memset_ptsz=%ld copy=%ld copy_ptsz=%ld\n",
+         "bad_copy=%d old_copy=%d\n",
+         launch_rc, launch_pt_rc, dlsym_launch_rc, linked_launch_rc, bad_stream, null_function, bad_copy,
+         old_copy_rc);
+  printf("counts: launch=%ld launch_ptsz=%ld memset=%ld memset_ptsz=%ld copy=%ld copy_ptsz=%ld copy_v1=%ld\n",
          fake_calls("cuLaunchKernel"), fake_calls("cuLaunchKernel_ptsz"), fake_calls("cuMemsetD8Async"),
          fake_calls("cuMemsetD8Async_ptsz"), fake_calls("cuMemcpyHtoDAsync_v2"),
-         fake_calls("cuMemcpyHtoDAsync_v2_ptsz"));
+         fake_calls("cuMemcpyHtoDAsync_v2_ptsz"), fake_calls("cuMemcpyHtoDAsync"));
 
   /* Lookups that find nothing: no entry point, or one newer than asked. */
   void *fn = (void *)&kernel_token;
