@@ -206,3 +206,7 @@ void cp_report_still_allocated(FILE *out, const cudapool_stats_t *devs, int ndev
   }
   fflush(out);
 }
+
+void cp_report_order_given_up(FILE *out, const char *what) {
+  fprintf(out, "cudapool: order: not learned (%s looked up)\n", what);
+}

@@ -69,5 +69,9 @@ void cp_report_json_process(FILE *out, const cudapool_stats_t *devs, int ndevs, 
  *   "cudapool: device 0: 3 blocks, 1.50 MiB still allocated at exit (never freed by the program)"
  * and nothing when every block was freed. */
 void cp_report_still_allocated(FILE *out, const cudapool_stats_t *devs, int ndevs);
+/* At exit, text, when stream order was not learned because of what (see
+ * shim/state/order.h, cp_order_give_up):
+ *   "cudapool: order: not learned (cuFutureLaunch looked up)" */
+void cp_report_order_given_up(FILE *out, const char *what);
 
 #endif

@@ -13,7 +13,7 @@
 # instead; scripts/gpu-check driver runs nvcc's static binaries on the GPU.
 FAKECU_DIR  := $(BUILD)/fakecuda
 FAKECU_SRCS := tests/fakes/cuda/state.c tests/fakes/cuda/mem.c tests/fakes/cuda/streams.c tests/fakes/cuda/proc.c tests/fakes/cuda/ptr.c \
-               tests/fakes/cuda/pool.c tests/fakes/cuda/vmm.c
+               tests/fakes/cuda/pool.c tests/fakes/cuda/vmm.c tests/fakes/cuda/work.c
 FAKECU_OBJS := $(FAKECU_SRCS:%.c=$(BUILD)/%.o)
 FAKECU_LIB  := $(FAKECU_DIR)/libcuda.so.1
 FAKECU_LINK := $(FAKECU_DIR)/libcuda.so
@@ -64,6 +64,7 @@ DRV_PROGS_SRCS := $(wildcard tests/programs/driver/*.c)
 DRV_PROGS_BINS := $(DRV_PROGS_SRCS:tests/programs/driver/%.c=$(BUILD)/progs/%)
 DRV_LINK_drv_linked := -L$(FAKECU_DIR) -lcuda
 DRV_LINK_drv_suballoc := -L$(FAKECU_DIR) -lcuda
+DRV_LINK_drv_work := -L$(FAKECU_DIR) -lcuda
 DRV_LINK_drv_mixed  := -L$(FAKECU_DIR)/rt -lcudart -Wl,-rpath,$(abspath $(FAKECU_DIR)/rt)
 DRV_LINK_drv_next   := -rdynamic
 

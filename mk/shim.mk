@@ -14,7 +14,23 @@ SHIM_REAL_NAME   := libcudapool.so.$(VERSION)
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*/*.h) $(wildcard common/*.h) $(wildcard core/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) $(CUDA_INC) -Icore -Icommon -Ishim -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(LTO_CFLAGS) $(CUDA_INC) -Icore -Icommon -Ishim -I$(BUILD)/gen -c $< -o $@
+
+# The base names (no _v2, _ptsz, _ptds) of every driver entry point the
+# build's CUDA headers know, sorted for strcmp: what cuGetProcAddress may be
+# asked for without the shim missing work (backend/driver_names.c). From
+# cuda.h's declarations and the names its macros rename them to, and the
+# PFN_ typedefs of cudaTypedefs.h and the interop headers' (cudaGL, cudaEGL,
+# cudaVDPAU, cudaProfiler), which a runtime looks up too.
+CUDA_NAME_SRCS := $(CUDA_HOME)/include/cuda.h $(wildcard $(CUDA_HOME)/include/cuda*Typedefs.h)
+$(BUILD)/gen/cuda_names.h: $(CUDA_NAME_SRCS)
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@){ echo '/* Generated from $(CUDA_NAME_SRCS) by mk/shim.mk: do not edit. */'; \
+	  { tr '\n' ' ' < $< | grep -o 'CUDAAPI[[:space:]]*cu[A-Za-z0-9_]*[[:space:]]*(' | sed 's/CUDAAPI[[:space:]]*//; s/[[:space:]]*(//'; \
+	    sed -n -E 's/^[[:space:]]*#[[:space:]]*define[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]+(__CUDA_API_PT(SZ|DS)\()?(cu[A-Za-z0-9_]+).*/\3/p' $<; \
+	    cat $(filter-out $<,$^) /dev/null | grep -o 'PFN_cu[A-Za-z0-9_]*' | sed 's/^PFN_//'; } \
+	  | sed -E 's/(_v[0-9]+)?(_pt(sz|ds))?$$//' | LC_ALL=C sort -u | sed 's/.*/"&",/'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/shim/backend/driver_names.o: $(BUILD)/gen/cuda_names.h
 
 # Unversioned exports (anonymous version node): they interpose libcudart's
 # versioned references such as cudaMalloc@libcudart.so.13. -z nodelete: once
@@ -42,9 +58,10 @@ $(SHIM_LIB): $(BUILD)/$(SHIM_SONAME)
 # objects to SHIM_UNIT_EXTRA (and -lz to SHIM_UNIT_EXTRA_LIBS).
 SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
-$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h)
+$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h) \
+                 $(wildcard shim/entry/*.h) $(BUILD)/gen/cuda_names.h
 	@mkdir -p $(dir $@)
-	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -DCP_CUDA_HOME='"$(CUDA_HOME)"' -Icore -Icommon -Ishim -Itools/replay $(TEST_INC) \
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -DCP_CUDA_HOME='"$(CUDA_HOME)"' -Icore -Icommon -Ishim -I$(BUILD)/gen -Itools/replay $(TEST_INC) \
 	  $(SHIM_UNIT_SRCS) \
 	  $(SHIM_UNIT_EXTRA) $(COMMON_LIB) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
 

@@ -139,6 +139,17 @@ CP_DRV_SERVED(CP_DRV_DECLARE)
     if (!cp_drv.name) return CUDA_ERROR_NOT_INITIALIZED; \
   } while (0)
 
+/* The handle of the libcuda the program loaded (kept open), NULL until it
+ * is loaded: other tables of libcuda's functions (entry/driver_work.c) are
+ * looked up in it with cp_real_dlsym. */
+void *cp_drv_handle(void);
+
+/* Whether base (a name as cuGetProcAddress is asked for it: no _v2, _ptsz)
+ * is a driver entry point of the build's CUDA headers (driver_names.c). */
+bool cp_drv_name_known(const char *base);
+/* The whole set, sorted by strcmp: its size, the names in *names. */
+size_t cp_drv_names(const char *const **names);
+
 /* Whether stream is capturing, as the driver says (the shim's own records
  * where the driver lacks cuStreamIsCapturing): its native code. */
 int cp_drv_capturing(uintptr_t stream, bool *capturing);

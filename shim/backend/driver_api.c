@@ -28,11 +28,13 @@ enum { DRV_UNKNOWN, DRV_READY, DRV_UNUSABLE };
 static atomic_int state;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(CUcontext) primary[CP_MAX_DEVICES];
+static void *_Atomic libcuda; /* the handle resolve() opened */
 
 /* Resolved once libcuda is loaded; kept open so its functions stay valid. */
 static void resolve(void) {
   void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (!h) return;
+  atomic_store(&libcuda, h);
   bool ok = true;
 /* Stored atomically: a wrapper may be reading its own field meanwhile. */
 #define CP_DRV_RESOLVE(name) \
@@ -56,6 +58,11 @@ bool cp_drv_ready(void) {
   if (atomic_load(&state) == DRV_UNKNOWN) resolve();
   pthread_mutex_unlock(&lock);
   return atomic_load(&state) == DRV_READY;
+}
+
+void *cp_drv_handle(void) {
+  cp_drv_ready();
+  return atomic_load(&libcuda);
 }
 
 /* ---- primary contexts -------------------------------------------------------- */

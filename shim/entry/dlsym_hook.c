@@ -5,7 +5,8 @@
  * and ask it for the rest (the runtime, shared or static).
  *
  * dlsym. A lookup by handle of a name cudapool serves (CP_DRV_SERVED in
- * driver.h: cuGetProcAddress_v2, cuGetProcAddress, cuMemAlloc_v2, ...) whose
+ * driver.h: cuGetProcAddress_v2, cuGetProcAddress, cuMemAlloc_v2, ...; or
+ * CP_DRV_WORK in driver_work.h: cuLaunchKernel, cuMemcpyHtoD_v2, ...) whose
  * answer is libcuda's own function returns cudapool's wrapper instead; every
  * other call behaves exactly as glibc's dlsym, because it *is* glibc's dlsym,
  * entered by a jump with the caller's return address still in place. That
@@ -34,11 +35,20 @@
  * versions they were written from (cudaTypedefs.h of CUDA 13.0); later
  * versions are passed through untouched rather than guessed.
  *
+ * The entry points that submit work (driver_work.h) are swapped the same
+ * way, by pointer, for driver_work.c's wrappers, through both doors. Two
+ * lookups would let work past unseen, and stop the learned order for the
+ * process (cp_order_give_up): a cuGetProcAddress that finds a name the
+ * build's CUDA headers do not know (a newer entry point; driver_names.c),
+ * and one of a work entry point answered with an address that is none of
+ * libcuda's exported functions. A lookup that fails never does.
+ *
  * Nothing is swapped while the shim is disabled (CUDAPOOL_DISABLE). The
  * mapping does not look at cp_inside: a runtime initialising inside one of
  * the shim's own calls must still get the wrappers it will keep.
  *
- * Threads: nothing here has state (glibc's own dlsym is found and kept by
+ * Threads: the only state is the first unknown name, written once by the
+ * thread that claims it (glibc's own dlsym is found and kept by
  * backend/real_dlsym.c). */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <dlfcn.h>
@@ -47,8 +57,10 @@
 #include <string.h>
 
 #include "backend/driver.h"
+#include "entry/driver_work.h"
 #include "state/entry_stats.h"
 #include "state/layer.h"
+#include "state/order.h"
 
 typedef cp_dlsym_fn dlsym_fn;
 
@@ -105,7 +117,7 @@ CP_NO_SANITIZE __attribute__((used)) void *cp_dlsym_route(void *handle, const ch
   dlsym_fn *real = cp_find_real_dlsym();
   if (!real) return (void *)no_dlsym;
   if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !name ||
-      !(cp_drv_is_served_name(name) || watched_name(name)))
+      !(cp_drv_is_served_name(name) || watched_name(name) || cp_drv_is_work_name(name)))
     return (void *)real;
   return (void *)served_lookup;
 }
@@ -186,9 +198,14 @@ void *cp_drv_hook(void *fn, const char *name, const char *base, int cuda_version
   if (cp_drv.v && (void *)cp_drv.v == fn) return (void *)cp_w_##v;
   CP_DRV_SERVED(CP_BY_POINTER)
 #undef CP_BY_POINTER
+  void *work = cp_drv_work_wrapper(fn);
+  if (work) return work;
   /* A dlsym whose answer is not libcuda's function of that name (another
    * library defines it): not ours to touch. */
   if (name || !base) return fn;
+  /* An entry point that submits work, answered with an address that is
+   * none of libcuda's exported functions: its calls would go unseen. */
+  if (cp_drv_work_base(base)) cp_order_give_up("a driver entry point at an unknown address");
   const char *variant = variant_by_rule(base, cuda_version, flags);
   if (!variant) return fn;
 #define CP_BY_NAME(v) \
@@ -198,15 +215,37 @@ void *cp_drv_hook(void *fn, const char *name, const char *base, int cuda_version
   return fn;
 }
 
+/* A lookup that found a name the build's headers do not know: a newer
+ * entry point, which may submit work unseen. The first such name is kept
+ * for the report (cp_order_give_up keeps the string, not a copy). */
+static void unknown_name(const char *symbol) {
+  static char first[64];
+  static atomic_flag taken = ATOMIC_FLAG_INIT;
+  if (atomic_flag_test_and_set(&taken)) {
+    cp_order_give_up("a newer driver entry point");
+    return;
+  }
+  size_t n = strlen(symbol);
+  if (n >= sizeof first) {
+    cp_order_give_up("a newer driver entry point");
+    return;
+  }
+  memcpy(first, symbol, n + 1);
+  cp_order_give_up(first);
+}
+
+static void looked_up(const char *symbol, void **pfn, int cuda_version, cuuint64_t flags) {
+  cp_entry_lookup(symbol, CP_DOOR_PROC_ADDRESS);
+  if (!cp_drv_name_known(symbol)) unknown_name(symbol);
+  *pfn = cp_drv_hook(*pfn, NULL, symbol, cuda_version, flags);
+}
+
 CUresult cp_w_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                   CUdriverProcAddressQueryResult *symbolStatus) {
   CP_DRV_REAL(cuGetProcAddress_v2);
   if (!cp_drv.cuGetProcAddress_v2) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult rc = cp_drv.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
-  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) {
-    cp_entry_lookup(symbol, CP_DOOR_PROC_ADDRESS);
-    *pfn = cp_drv_hook(*pfn, NULL, symbol, cudaVersion, flags);
-  }
+  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) looked_up(symbol, pfn, cudaVersion, flags);
   return rc;
 }
 
@@ -214,10 +253,7 @@ CUresult cp_w_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, 
   CP_DRV_REAL(cuGetProcAddress);
   if (!cp_drv.cuGetProcAddress) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult rc = cp_drv.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
-  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) {
-    cp_entry_lookup(symbol, CP_DOOR_PROC_ADDRESS);
-    *pfn = cp_drv_hook(*pfn, NULL, symbol, cudaVersion, flags);
-  }
+  if (rc == CUDA_SUCCESS && pfn && *pfn && symbol) looked_up(symbol, pfn, cudaVersion, flags);
   return rc;
 }
 

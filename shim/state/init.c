@@ -75,6 +75,8 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end) {
   cp_report_header_now(header, sizeof header);
   cp_report_text(out, devs, n, header);
   if (at_end) cp_report_still_allocated(out, devs, n);
+  const char *given_up_by = cp_order_given_up_by();
+  if (given_up_by) cp_report_order_given_up(out, given_up_by);
   cp_stacks_report_text(out);
 }
 

@@ -10,7 +10,8 @@
  * ptr.c the stream-ordered free, address ranges, pointer attributes and IPC
  * handles, which describe a whole allocation from any address in it); virtual
  * memory management (vmm.c: reservations, pages, access); streams
- * and events; the stream-capture rules a barrier issued at the wrong time
+ * and events; work on a stream (work.c: a kernel launch that runs nothing,
+ * an asynchronous memset and copy); the stream-capture rules a barrier issued at the wrong time
  * would trip (the same rules as tests/fakes/cudart/capture.c, thread
  * interaction mode always global); cuGetProcAddress with versions and the
  * per-thread flag. Error codes follow the driver's documentation; where a
@@ -156,5 +157,8 @@ bool fk_vmm_accessible(uintptr_t p, size_t n);
 
 /* proc.c */
 void *fk_export(const char *name);
+
+/* work.c: cuFutureLaunch, which proc.c hands out (declared by no cuda.h) */
+CUresult fk_future_launch(CUstream h);
 
 #endif

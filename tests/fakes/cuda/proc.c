@@ -11,7 +11,7 @@
  *
  * FAKECU_TRACE_PROC=1 prints every lookup on stderr (what a runtime asks).
  * With FAKECU_PROC_TRAMPOLINES=1 the lookups of a few entry points (the
- * served allocation, free and stream calls, and ptr.c's) return a
+ * served allocation, free and stream calls, ptr.c's, and cuLaunchKernel) return a
  * trampoline of the fake's own instead of the exported function, standing
  * for a driver whose cuGetProcAddress answers with internal addresses.
  *
@@ -105,6 +105,15 @@ static const proc_t procs[] = {
     P(cuPointerGetAttribute, 4000, cuPointerGetAttribute),
     P(cuPointerGetAttributes, 7000, cuPointerGetAttributes),
     P(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle),
+    /* work.c */
+    P(cuLaunchKernel, 4000, cuLaunchKernel),
+    PT(cuLaunchKernel, 7000, cuLaunchKernel_ptsz),
+    P(cuMemsetD8Async, 3020, cuMemsetD8Async),
+    PT(cuMemsetD8Async, 7000, cuMemsetD8Async_ptsz),
+    P(cuMemcpyHtoDAsync, 2000, cuMemcpyHtoDAsync),
+    P(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2),
+    PT(cuMemcpyHtoDAsync, 7000, cuMemcpyHtoDAsync_v2_ptsz),
+    P(cuFutureLaunch, 13000, fk_future_launch),
 };
 
 /* ---- trampolines ------------------------------------------------------------- */
@@ -127,7 +136,14 @@ static CUresult t_attrs(unsigned n, CUpointer_attribute *a, void **v, CUdevicept
 }
 static CUresult t_ipc(CUipcMemHandle *h, CUdeviceptr d) { return cuIpcGetMemHandle(h, d); }
 
+/* work.c's: a launch whose lookup a shim cannot recognise by its address. */
+static CUresult t_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                         unsigned shared, CUstream s, void **params, void **extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+
 static void *trampoline_ptr(void *fn) {
+  if (fn == (void *)cuLaunchKernel) return (void *)t_launch;
   if (fn == (void *)cuMemFreeAsync) return (void *)t_free_async;
   if (fn == (void *)cuMemFreeAsync_ptsz) return (void *)t_free_async_ptsz;
   if (fn == (void *)cuMemGetAddressRange_v2) return (void *)t_range;

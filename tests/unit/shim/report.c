@@ -427,3 +427,14 @@ Test(report_text, still_allocated_lines_only_for_devices_with_live_blocks) {
                "cudapool: device 0: 1 block, 512 B still allocated at exit (never freed by the program)\n"
                "cudapool: device 4: 2 blocks, 3.00 MiB still allocated at exit (never freed by the program)\n"));
 }
+
+Test(report_text, order_given_up_names_what_was_looked_up) {
+  FILE *f = tmpfile();
+  cr_assert(ne(ptr, f, NULL));
+  cp_report_order_given_up(f, "cuFutureLaunch");
+  rewind(f);
+  char out[256];
+  out[fread(out, 1, sizeof out - 1, f)] = '\0';
+  fclose(f);
+  cr_assert(eq(str, out, "cudapool: order: not learned (cuFutureLaunch looked up)\n"));
+}
