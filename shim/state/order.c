@@ -343,6 +343,11 @@ static bool at_most_one_busy(cp_device_t *dev, const cp_api_t *api, uintptr_t ol
   cp_order_t *o = &dev->order;
   *busy = TAG_NONE;
   if (o->unknown_dirty || atomic_load(&dev->n_orphans)) return false;
+  /* Per-thread streams are asked through the legacy stream, whose query
+   * answers for all of them: busy, that work may be on any thread's, and no
+   * stream orders another thread's per-thread stream after it (whatever the
+   * home). */
+  if (o->per_thread_dirty && !api->stream_idle(cudaStreamLegacy)) return false;
   int n_busy = 0;
   if (old_home != TAG_NONE && !api->stream_idle(old_home == TAG_LEGACY ? cudaStreamLegacy
                                                                         : (cudaStream_t)old_home)) {
@@ -350,9 +355,7 @@ static bool at_most_one_busy(cp_device_t *dev, const cp_api_t *api, uintptr_t ol
     n_busy++;
   }
   /* The legacy stream's query covers blocking and per-thread streams too. */
-  if ((o->legacy_dirty || o->per_thread_dirty) && old_home != TAG_LEGACY &&
-      !api->stream_idle(cudaStreamLegacy)) {
-    if (o->per_thread_dirty) return false;
+  if (o->legacy_dirty && old_home != TAG_LEGACY && !api->stream_idle(cudaStreamLegacy)) {
     *busy = TAG_LEGACY;
     n_busy++;
   }

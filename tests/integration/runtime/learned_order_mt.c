@@ -20,6 +20,7 @@ static const char *const ordered_anyway[] = {
     "legacy_to_stream_made_after",
     "memcpy_sync_to_nonblocking",
     "per_thread_to_nonblocking",
+    "per_thread_other_thread",
 };
 
 static void same_and_safe(const char *c, long reused, long immediate) {

@@ -11,7 +11,12 @@
  *
  * Cases: legacy_to_nonblocking, legacy_to_stream_made_after, legacy_other_thread,
  * nonblocking_to_legacy, nonblocking_to_blocking, nonblocking_to_nonblocking,
- * mixed_then_recovered, memcpy_sync_to_nonblocking, per_thread_to_nonblocking.
+ * mixed_then_recovered, memcpy_sync_to_nonblocking, per_thread_to_nonblocking,
+ * per_thread_other_thread (the legacy stream the home, a block written on
+ * another thread's per-thread stream and freed there, then written on this
+ * thread's: the legacy stream's busy query covers the first per-thread
+ * stream, which is no order for the second, so no recovery may pick the
+ * legacy stream then; found on the H100 by tests/gpu/ptds_race.cu).
  * Natively the free waits for the device, so nothing races either. */
 #include <pthread.h>
 
@@ -32,6 +37,18 @@ static void reuse(cudaStream_t home) {
 static void *write_other(void *arg) {
   (void)arg;
   errors += cudaMemsetAsync(second, 2, N, other) != cudaSuccess;
+  return NULL;
+}
+
+/* The other thread stays alive until the end: its per-thread stream (and
+ * the work on it) lives as long as the thread. */
+static pthread_barrier_t freed, written;
+static void *pt_write_and_free(void *arg) {
+  (void)arg;
+  errors += cudaMemsetAsync(first, 1, N, cudaStreamPerThread) != cudaSuccess;
+  errors += cudaFree(first) != cudaSuccess;
+  pthread_barrier_wait(&freed);
+  pthread_barrier_wait(&written);
   return NULL;
 }
 
@@ -102,6 +119,25 @@ int main(int argc, char **argv) {
     reuse(0);
     write_other(NULL);
     races = races_now();
+  } else if (strcmp(c, "per_thread_other_thread") == 0) {
+    void *home_work = NULL;
+    errors += cudaMalloc(&home_work, 4096) != cudaSuccess;
+    errors += cudaMemsetAsync(home_work, 0, 4096, 0) != cudaSuccess; /* the legacy stream: home */
+    cudaDeviceSynchronize();
+    fake_hold(1);
+    pthread_barrier_init(&freed, NULL, 2);
+    pthread_barrier_init(&written, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, pt_write_and_free, NULL);
+    pthread_barrier_wait(&freed);
+    errors += cudaMalloc(&second, N) != cudaSuccess;
+    errors += cudaMemsetAsync(second, 2, N, cudaStreamPerThread) != cudaSuccess;
+    races = fake_races();
+    pthread_barrier_wait(&written);
+    pthread_join(t, NULL);
+    fake_hold(0);
+    cudaDeviceSynchronize();
+    cudaFree(home_work);
   } else if (strcmp(c, "per_thread_to_nonblocking") == 0) {
     errors += cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) != cudaSuccess;
     fake_hold(1);
