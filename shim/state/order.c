@@ -158,7 +158,14 @@ static cp_device_t *device_of(uintptr_t tag, bool *known) {
     if (atomic_load_explicit(&cp_visible_devices, memory_order_acquire) == 1) return &cp_devices[0];
     const cp_api_t *api = cp_api();
     int id = 0;
-    return api && api->current_device(&id) == 0 ? cp_device(id) : NULL;
+    cp_device_t *dev = api && api->current_device(&id) == 0 ? cp_device(id) : NULL;
+    /* Work on a device without a pool may still read a pooled device's
+     * memory (a copy, peer access): every pooled device must assume it. */
+    if (dev && !cp_device_pool_if_any(dev) && atomic_load_explicit(&cp_pool_mask, memory_order_acquire)) {
+      *known = false;
+      return NULL;
+    }
+    return dev;
   }
   int next = 0;
   for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));)
@@ -197,16 +204,23 @@ static void pay_owed(cp_device_t *dev, uintptr_t tag, cp_stream_entry_t *s, bool
   int token = cp_device_enter(dev);
   void *ev = owed_event(dev, api);
   cudaStream_t target = via_legacy ? cudaStreamLegacy : (cudaStream_t)tag;
-  /* Without the event the wait cannot be made: the host waits for H. */
-  if (ev ? api->stream_wait(target, ev) != 0 : true) {
+  /* Without the event the wait cannot be made: the host waits for H, or,
+   * failing that too, the device; if nothing ordered it, nothing is paid and
+   * the device never recovers. */
+  bool paid = ev && api->stream_wait(target, ev) == 0;
+  if (!paid) {
     cudaStream_t h = home == TAG_LEGACY ? cudaStreamLegacy : (cudaStream_t)home;
     cudaEvent_t tmp = NULL;
     if (api->event_create(&tmp) == 0) {
-      if (api->event_record(tmp, h) == 0) api->event_sync(tmp);
+      paid = api->event_record(tmp, h) == 0 && api->event_sync(tmp) == 0;
       api->event_destroy(tmp);
     }
   }
   cp_device_leave(token);
+  if (!paid) {
+    o->unknown_dirty = true;
+    return;
+  }
   atomic_fetch_add_explicit(&o->waits, 1, memory_order_relaxed);
   if (via_legacy)
     o->legacy_owed = window;
@@ -221,9 +235,29 @@ static void submit_locked(cp_device_t *dev, uintptr_t tag, bool known) {
   cp_order_t *o = &dev->order;
   uint64_t s = atomic_load(&o->state);
   uintptr_t home = atomic_load(&o->home);
-  if (home == tag) return;
+  if (home == tag && known) return;
   unsigned mode = CP_ORDER_MODE(s);
   bool may_be_home = known && tag != TAG_PER_THREAD;
+  if (!known && (tag == TAG_LEGACY || tag == TAG_PER_THREAD)) {
+    /* Another device's legacy or per-thread stream: no wait on this device
+     * can order it, so the host waits for H's work when something is owed,
+     * and this device never recovers. */
+    go_mixed(o, tag);
+    o->unknown_dirty = true;
+    if ((atomic_load(&o->state) & CP_ORDER_EARLY) && !skip_owed_waits && home != TAG_NONE &&
+        home != CP_ORDER_HOME_CLOSED) {
+      const cp_api_t *api = cp_api();
+      cudaEvent_t tmp = NULL;
+      int token = cp_device_enter(dev);
+      if (api && api->event_create(&tmp) == 0) {
+        if (api->event_record(tmp, home == TAG_LEGACY ? cudaStreamLegacy : (cudaStream_t)home) == 0)
+          api->event_sync(tmp);
+        api->event_destroy(tmp);
+      }
+      cp_device_leave(token);
+    }
+    return;
+  }
   if (mode == CP_ORDER_EMPTY && may_be_home) {
     atomic_store(&o->state, ((uint64_t)CP_ORDER_SOLE << 62) | CP_ORDER_WINDOW(s));
     atomic_store(&o->home, tag);
@@ -444,9 +478,9 @@ void cp_order_stream_destroying(cp_device_t *dev, cp_stream_entry_t *s, bool dur
   if (!s->dirty && !home) return;
   /* The handle may come back for a new stream, ordered after nothing. */
   if (home) atomic_store(&o->home, CP_ORDER_MODE(atomic_load(&o->state)) == CP_ORDER_EMPTY ? TAG_NONE : TAG_LEGACY);
-  if (during_capture) {
-    go_mixed(o, tag); /* its orphan event keeps a recovery off until a real barrier */
-  } else if (!home) {
-    o->legacy_dirty = true;
-  }
+  /* Its work ends up a legacy-stream wait either way (now, or through its
+   * orphan event at the next barrier or fence, which drops the orphan), so
+   * a recovery must ask the legacy stream. */
+  if (!home) o->legacy_dirty = true;
+  if (during_capture) go_mixed(o, tag);
 }
