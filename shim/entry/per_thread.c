@@ -62,35 +62,23 @@ static inline int seen(const char *name, cudaStream_t stream, cp_submit_api_t ap
     return cp_pt_real ? cp_pt_real args : cudaErrorNotSupported;                 \
   }
 
-#define CP_PT_PLAIN_PTSZ(name, params, args, stream)                  \
-  CP_PT_FORWARD(name, params, args)                                    \
-  CP_EXPORT cudaError_t name params {                                  \
-    int cp_pt_token = seen(#name, stream, CP_SUBMIT_PLAIN);            \
-    cudaError_t cp_pt_rc = forward_##name args;                        \
-    cp_order_submit_done(cp_pt_token);                                 \
-    return cp_pt_rc;                                                   \
-  }
-/* The plain synchronous calls (cudaMemcpy, cudaMemset) use the legacy
- * stream. */
-#define CP_PT_PLAIN_PTDS(name, params, args, stream)                   \
-  CP_PT_FORWARD(name, params, args)                                    \
-  CP_EXPORT cudaError_t name params {                                  \
-    int cp_pt_token = seen(#name, NULL, CP_SUBMIT_PLAIN);              \
-    cudaError_t cp_pt_rc = forward_##name args;                        \
-    cp_order_submit_done(cp_pt_token);                                 \
-    return cp_pt_rc;                                                   \
+/* The wrapper: seen (order.h), the runtime's own call, then done. */
+#define CP_PT_SEEN(fname, params, args, stream, api)            \
+  CP_PT_FORWARD(fname, params, args)                             \
+  CP_EXPORT cudaError_t fname params {                           \
+    int cp_pt_token = seen(#fname, stream, api);                 \
+    cudaError_t cp_pt_rc = forward_##fname args;                 \
+    cp_order_submit_done(cp_pt_token);                           \
+    return cp_pt_rc;                                             \
   }
 
+/* Plain entry points name 0 for the legacy stream; the plain synchronous
+ * calls (cudaMemcpy, cudaMemset: PTDS rows, whose stream is NULL) use it. */
+#define CP_PT_PLAIN_PTSZ(name, params, args, stream) CP_PT_SEEN(name, params, args, stream, CP_SUBMIT_PLAIN)
+#define CP_PT_PLAIN_PTDS CP_PT_PLAIN_PTSZ
+
 /* One level more, so that the twin's name is expanded before it is pasted. */
-#define CP_PT_TWIN_WRAP(twin, kind, params, args, stream) CP_PT_TWIN_WRAP_(twin, kind, params, args, stream)
-#define CP_PT_TWIN_WRAP_(twin, kind, params, args, stream)             \
-  CP_PT_FORWARD(twin, params, args)                                    \
-  CP_EXPORT cudaError_t twin params {                                  \
-    int cp_pt_token = seen(#twin, stream, CP_SUBMIT_##kind);           \
-    cudaError_t cp_pt_rc = forward_##twin args;                        \
-    cp_order_submit_done(cp_pt_token);                                 \
-    return cp_pt_rc;                                                   \
-  }
+#define CP_PT_TWIN_WRAP(twin, kind, params, args, stream) CP_PT_SEEN(twin, params, args, stream, CP_SUBMIT_##kind)
 
 #define CP_PT_WRAP(name, kind, params, args, stream) \
   CP_PT_PLAIN_##kind(name, params, args, stream)     \

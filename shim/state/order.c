@@ -102,6 +102,27 @@ static void traced(unsigned mode, uintptr_t tag) {
   if (cp_trace_enabled()) cp_trace_extra(CP_TRACE_ORDER, 0, mode, tag);
 }
 
+static cudaStream_t stream_of(uintptr_t tag) {
+  return tag == TAG_LEGACY ? cudaStreamLegacy : (cudaStream_t)tag;
+}
+
+/* The host waits for the home stream's work so far (an event recorded on
+ * it): the ordering of last resort, where no stream wait can be made. In the
+ * device's context; false when even that failed. */
+static bool host_waits_for_home(cp_device_t *dev, uintptr_t home) {
+  const cp_api_t *api = cp_api();
+  if (!api || home == TAG_NONE || home == CP_ORDER_HOME_CLOSED) return false;
+  cudaEvent_t tmp = NULL;
+  bool done = false;
+  int token = cp_device_enter(dev);
+  if (api->event_create(&tmp) == 0) {
+    done = api->event_record(tmp, stream_of(home)) == 0 && api->event_sync(tmp) == 0;
+    api->event_destroy(tmp);
+  }
+  cp_device_leave(token);
+  return done;
+}
+
 /* MIXED, keeping `early`: cp_order_key sets it without the lock, so the
  * change is a compare-and-swap (a store could drop an `early` set meanwhile,
  * and with it the waits owed). False when it was MIXED already. */
@@ -114,9 +135,7 @@ static bool set_mixed(cp_order_t *o) {
 }
 
 static void go_mixed(cp_order_t *o, uintptr_t tag) {
-  if (!set_mixed(o)) return;
-  atomic_fetch_add_explicit(&o->mixes, 1, memory_order_relaxed);
-  traced(CP_ORDER_MIXED, tag);
+  if (set_mixed(o)) traced(CP_ORDER_MIXED, tag);
 }
 
 void cp_order_give_up(const char *what) {
@@ -124,13 +143,18 @@ void cp_order_give_up(const char *what) {
   atomic_compare_exchange_strong(&given_up_by, &none, what);
   if (!atomic_exchange(&cp_order_on, false)) return;
   /* Keys already handed out by the order stay valid only while the
-   * devices say SOLE: make them MIXED (what is owed is paid as in any
-   * MIXED window, at each stream's first work). */
+   * devices say SOLE: make them MIXED. Submissions are no longer watched, so
+   * what is owed cannot wait for each stream's first work: the host waits
+   * for the home's work now (during a capture everything owed was paid when
+   * it began). */
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
-    cp_order_t *o = &cp_device(i)->order;
+    cp_device_t *dev = cp_device(i);
+    cp_order_t *o = &dev->order;
     pthread_mutex_lock(&o->lock);
     set_mixed(o);
     o->unknown_dirty = true; /* never recovers */
+    if ((atomic_load(&o->state) & CP_ORDER_EARLY) && !atomic_load(&cp_order_captures))
+      host_waits_for_home(dev, atomic_load(&o->home));
     pthread_mutex_unlock(&o->lock);
   }
   traced(CP_ORDER_MIXED, 0);
@@ -150,12 +174,13 @@ void cp_order_reset(cp_order_t *o) {
 
 static int stripe(void) { return (int)(cp_thread_key() & (STRIPES - 1)); }
 
-/* The device a submission to tag belongs to, and its stream entry (created
- * streams only; NULL when no device knows it). */
+/* The device a submission to tag belongs to; NULL (and *known false) when
+ * no device knows it. With one device a created stream is taken for its
+ * without a lookup (every submission asks): the slow path checks the table. */
 static cp_device_t *device_of(uintptr_t tag, bool *known) {
   *known = true;
+  if (atomic_load_explicit(&cp_visible_devices, memory_order_acquire) == 1) return &cp_devices[0];
   if (tag == TAG_LEGACY || tag == TAG_PER_THREAD) {
-    if (atomic_load_explicit(&cp_visible_devices, memory_order_acquire) == 1) return &cp_devices[0];
     const cp_api_t *api = cp_api();
     int id = 0;
     cp_device_t *dev = api && api->current_device(&id) == 0 ? cp_device(id) : NULL;
@@ -181,9 +206,7 @@ static void *owed_event(cp_device_t *dev, const cp_api_t *api) {
   uint64_t window = CP_ORDER_WINDOW(atomic_load(&o->state));
   if (o->owed_window == window) return o->owed_event;
   if (!o->owed_event && api->event_create((cudaEvent_t *)&o->owed_event) != 0) o->owed_event = NULL;
-  uintptr_t home = atomic_load(&o->home);
-  cudaStream_t h = home == TAG_LEGACY ? cudaStreamLegacy : (cudaStream_t)home;
-  if (!o->owed_event || api->event_record(o->owed_event, h) != 0) return NULL;
+  if (!o->owed_event || api->event_record(o->owed_event, stream_of(atomic_load(&o->home))) != 0) return NULL;
   o->owed_window = window;
   return o->owed_event;
 }
@@ -208,15 +231,8 @@ static void pay_owed(cp_device_t *dev, uintptr_t tag, cp_stream_entry_t *s, bool
    * failing that too, the device; if nothing ordered it, nothing is paid and
    * the device never recovers. */
   bool paid = ev && api->stream_wait(target, ev) == 0;
-  if (!paid) {
-    cudaStream_t h = home == TAG_LEGACY ? cudaStreamLegacy : (cudaStream_t)home;
-    cudaEvent_t tmp = NULL;
-    if (api->event_create(&tmp) == 0) {
-      paid = api->event_record(tmp, h) == 0 && api->event_sync(tmp) == 0;
-      api->event_destroy(tmp);
-    }
-  }
   cp_device_leave(token);
+  if (!paid) paid = host_waits_for_home(dev, home);
   if (!paid) {
     o->unknown_dirty = true;
     return;
@@ -235,6 +251,15 @@ static void submit_locked(cp_device_t *dev, uintptr_t tag, bool known) {
   cp_order_t *o = &dev->order;
   uint64_t s = atomic_load(&o->state);
   uintptr_t home = atomic_load(&o->home);
+  if (known && tag != TAG_LEGACY && tag != TAG_PER_THREAD) {
+    /* device_of took it for this device's without asking (one device): the
+     * table says whether the program made it here. */
+    pthread_mutex_lock(&dev->lock);
+    cp_stream_entry_t *e;
+    HASH_FIND_PTR(dev->streams, &tag, e);
+    known = e != NULL;
+    pthread_mutex_unlock(&dev->lock);
+  }
   if (home == tag && known) return;
   unsigned mode = CP_ORDER_MODE(s);
   bool may_be_home = known && tag != TAG_PER_THREAD;
@@ -244,18 +269,7 @@ static void submit_locked(cp_device_t *dev, uintptr_t tag, bool known) {
      * and this device never recovers. */
     go_mixed(o, tag);
     o->unknown_dirty = true;
-    if ((atomic_load(&o->state) & CP_ORDER_EARLY) && !skip_owed_waits && home != TAG_NONE &&
-        home != CP_ORDER_HOME_CLOSED) {
-      const cp_api_t *api = cp_api();
-      cudaEvent_t tmp = NULL;
-      int token = cp_device_enter(dev);
-      if (api && api->event_create(&tmp) == 0) {
-        if (api->event_record(tmp, home == TAG_LEGACY ? cudaStreamLegacy : (cudaStream_t)home) == 0)
-          api->event_sync(tmp);
-        api->event_destroy(tmp);
-      }
-      cp_device_leave(token);
-    }
+    if ((atomic_load(&o->state) & CP_ORDER_EARLY) && !skip_owed_waits) host_waits_for_home(dev, home);
     return;
   }
   if (mode == CP_ORDER_EMPTY && may_be_home) {
@@ -383,8 +397,7 @@ static bool at_most_one_busy(cp_device_t *dev, const cp_api_t *api, uintptr_t ol
    * home). */
   if (o->per_thread_dirty && !api->stream_idle(cudaStreamLegacy)) return false;
   int n_busy = 0;
-  if (old_home != TAG_NONE && !api->stream_idle(old_home == TAG_LEGACY ? cudaStreamLegacy
-                                                                        : (cudaStream_t)old_home)) {
+  if (old_home != TAG_NONE && !api->stream_idle(stream_of(old_home))) {
     *busy = old_home;
     n_busy++;
   }

@@ -69,7 +69,6 @@ typedef struct cp_order {
   bool unknown_dirty;    /* work went to a stream the shim does not know */
   _Atomic uint64_t waits;      /* orderings issued for streams other than H */
   _Atomic uint64_t recoveries; /* MIXED back to SOLE or EMPTY */
-  _Atomic uint64_t mixes;      /* SOLE or EMPTY to MIXED */
 } cp_order_t;
 
 #define CP_ORDER_MODE(state) ((unsigned)((state) >> 62))
