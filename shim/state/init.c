@@ -40,6 +40,8 @@ static void start(void) {
   if (cp_opts.verbose) cp_options_print(&cp_opts, stderr);
   /* A privileged process never loads a library its caller's environment names. */
   const char *injection = cp_secure_exec() ? NULL : cp_options_getenv("NVTX_INJECTION64_PATH");
+  /* Named by the parent's cudapool (nvtx_regions.h): no tool. */
+  if (cp_nvtx_regions_is_self(injection)) injection = NULL;
   cp_nvtx_decide(cp_secure_exec() ? CP_NVTX_OFF : cp_opts.nvtx, injection, cp_opts.verbose ? stderr : NULL);
   cp_nvtx_regions_start(cp_opts.nvtx_regions && !cp_opts.disable, injection, cp_opts.verbose ? stderr : NULL);
   if (cp_opts.stacks) cp_stacks_start(cp_opts.stacks);

@@ -146,10 +146,19 @@ CP_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
   return 1;
 }
 
+static bool own_path(char *self) {
+  Dl_info info;
+  return dladdr((void *)InitializeInjectionNvtx2, &info) && info.dli_fname && realpath(info.dli_fname, self);
+}
+
+bool cp_nvtx_regions_is_self(const char *injection) {
+  char self[PATH_MAX], named[PATH_MAX];
+  return injection && injection[0] && own_path(self) && realpath(injection, named) && strcmp(self, named) == 0;
+}
+
 void cp_nvtx_regions_start(bool wanted, const char *injection, FILE *verbose) {
   const char *why = NULL;
   char self[PATH_MAX];
-  Dl_info info;
   if (!wanted)
     why = "CUDAPOOL_NVTX_REGIONS=0";
   else if (cp_secure_exec())
@@ -158,7 +167,7 @@ void cp_nvtx_regions_start(bool wanted, const char *injection, FILE *verbose) {
     why = "a tool is attached: NVTX_INJECTION64_PATH is set";
   else if (cp_nvtx_on())
     why = "CUDAPOOL_NVTX is on";
-  else if (!dladdr((void *)InitializeInjectionNvtx2, &info) || !info.dli_fname || !realpath(info.dli_fname, self))
+  else if (!own_path(self))
     why = "this library's path is unknown";
   else if (setenv("NVTX_INJECTION64_PATH", self, 0) != 0)
     why = "NVTX_INJECTION64_PATH cannot be set";

@@ -17,8 +17,9 @@
  * Nsight Systems: the ranges are theirs, and NVTX takes one tool), when
  * CUDAPOOL_NVTX is on (cudapool's own NVTX calls would come back to it), or
  * in a secure-execution process; the variable is set before the program's
- * main (the constructor), so it is inherited by its children, which load
- * this library as their tool only if they make NVTX calls. Nothing here
+ * main (the constructor), so it is inherited by its children: one under
+ * cudapool knows its own library there for no tool (cp_nvtx_regions_is_self)
+ * and one that is not refuses the injection. Nothing here
  * prints but the one CUDAPOOL_VERBOSE line. */
 #ifndef CUDAPOOL_SHIM_NVTX_REGIONS_H
 #define CUDAPOOL_SHIM_NVTX_REGIONS_H
@@ -31,5 +32,9 @@
  * library as the NVTX tool when the rules above allow; with `verbose` it
  * says which on one line. */
 void cp_nvtx_regions_start(bool wanted, const char *injection, FILE *verbose);
+/* Whether injection (NVTX_INJECTION64_PATH's value) names this library:
+ * a child of a process that named itself there inherits the variable, and
+ * must not take it for a tool (CUDAPOOL_NVTX auto would turn on). */
+bool cp_nvtx_regions_is_self(const char *injection);
 
 #endif

@@ -59,6 +59,23 @@ Test(regions, nvtx_ranges_stay_a_tools_when_one_is_attached) {
   it_free(&r);
 }
 
+/* A child of a process under cudapool inherits NVTX_INJECTION64_PATH naming
+ * libcudapool itself: that is no tool (CUDAPOOL_NVTX stays off), and the
+ * child's ranges are regions as its parent's were. */
+Test(regions, an_inherited_injection_naming_cudapool_is_no_tool) {
+  char inject[1200];
+  snprintf(inject, sizeof inject, "NVTX_INJECTION64_PATH=%s/libcudapool.so", it_build());
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_STATS=1", "CUDAPOOL_VERBOSE=1", inject, NULL}, "regions",
+            IT_ARGS("nvtx"));
+  cr_assert(eq(long, it_val(&r, "regions", "errors", -1), 0), "%s", r.out);
+  cr_expect(eq(int, it_count_lines(r.err, "cudapool: NVTX off (CUDAPOOL_NVTX=auto, no tool"), 1), "%s", r.err);
+  cr_expect(eq(int, it_count_lines(r.err, "cudapool: NVTX ranges as regions on"), 1), "%s", r.err);
+  cr_expect(ne(ptr, strstr(r.err, "cudapool:   span: peak 4718592 bytes, 1048576 bytes in 1 allocation"), NULL), "%s",
+            r.err);
+  it_free(&r);
+}
+
 Test(regions, verbose_says_nvtx_ranges_are_regions) {
   it_result r;
   it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_VERBOSE=1", NULL}, "regions", NULL);
