@@ -128,3 +128,28 @@ Test(live_extras, snapshot_into_a_missing_folder_says_why) {
   cr_expect(eq(str, out, said));
   it_free(&r);
 }
+
+/* The launcher's `cudapool snapshot` is cudapool-stats --snapshot; what it
+ * needs is said byte for byte, with usage status 2. */
+Test(live_extras, snapshot_usage_errors_say_what_is_missing) {
+  static const struct {
+    const char *args, *said;
+  } cases[] = {
+      {"snapshot", "cudapool-stats: --snapshot needs a process id (--help lists the options)\nexit=2\n"},
+      {"snapshot 1", "cudapool-stats: --snapshot needs -o FILE (--help lists the options)\nexit=2\n"},
+      {"snapshot 1 -o f --json",
+       "cudapool-stats: --snapshot is its own request: not with --top, --json or --prometheus (--help lists the "
+       "options)\nexit=2\n"},
+      {"stats 1 -o f", "cudapool-stats: -o is for --snapshot (--help lists the options)\nexit=2\n"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    it_result r = {0};
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "PATH=\"%s:$PATH\" scripts/cudapool %s 2>&1; echo \"exit=$?\"", it_build(),
+             cases[i].args);
+    const char *said = it_shell(&r, cmd);
+    cr_assert(ne(ptr, (void *)said, NULL));
+    cr_expect(eq(str, (char *)said, (char *)cases[i].said), "cudapool %s", cases[i].args);
+    it_free(&r);
+  }
+}
