@@ -147,13 +147,16 @@ static void close_region(unsigned i) {
 
 int cp_regions_push(const char *name) {
   if (!name || !name[0]) return EINVAL;
+  if (depth >= CP_REGIONS_DEPTH) { /* counted for its pop, not kept: never opened */
+    depth++;
+    return 0;
+  }
   pthread_mutex_lock(&lock);
   start_recording();
   unsigned i = region_of(name);
   open_region(i);
   pthread_mutex_unlock(&lock);
-  if (depth < CP_REGIONS_DEPTH) stack[depth] = (uint16_t)i;
-  depth++;
+  stack[depth++] = (uint16_t)i;
   return 0;
 }
 

@@ -25,7 +25,8 @@
  * put in the live map, so the live bytes are the process's from then on. A
  * region's index never changes; at most CP_REGIONS_MAX names (more are
  * counted in the last one, "(other)"); a thread's stack keeps
- * CP_REGIONS_DEPTH levels (deeper pushes are counted and popped, not kept).
+ * CP_REGIONS_DEPTH levels (deeper pushes open nothing: they are only
+ * counted, so that their pops close nothing).
  *
  * Locking: one mutex over the table, the open ranges and the live map,
  * taken outside every pool lock (the first tag's walk takes each arena's

@@ -123,3 +123,24 @@ Test(regions, json_lists_each_region_with_its_figures) {
   it_json_free(j);
   it_free(&r);
 }
+
+/* 255 names have a region each; the rest share "(other)" ("deep" too: 45
+ * + 32 entries). A stack deeper than 32 levels opens nothing past them yet
+ * pops level by level, and an allocation counts once in a name open many
+ * times. */
+Test(regions, names_past_the_table_share_other_and_deep_stacks_pop_evenly) {
+  it_result r;
+  it_run_ok(&r, IT_SHIM, (const char *const[]){"CUDAPOOL_STATS=1", NULL}, "regions", IT_ARGS("limits"));
+  expect_errors_and_einval(&r);
+  cr_expect(eq(long, it_val(&r, "info", "deep_pops", -1), 40), "%s", r.out);
+  cr_expect(eq(long, it_val(&r, "info", "extra_pop", -1), it_val(&r, "regions", "einval", -2)), "%s", r.out);
+  cr_expect(eq(int, it_count_lines(r.err, ", entered "), 256), "%s", r.err);
+  cr_expect(ne(ptr, strstr(r.err, "cudapool:   r254: peak 0 bytes, 0 bytes in 0 allocations, entered 1 time\n"), NULL),
+            "%s", r.err);
+  cr_expect(ne(ptr, strstr(r.err, "cudapool:   (other): peak 1048576 bytes, 1048576 bytes in 1 allocation, entered 77 "
+                                  "times\n"),
+               NULL),
+            "%s", r.err);
+  cr_expect(eq(ptr, strstr(r.err, "r255"), NULL), "%s", r.err);
+  it_free(&r);
+}

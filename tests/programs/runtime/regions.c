@@ -10,7 +10,10 @@
  *       allocates 2 MiB while "left" is still open (a barrier orders them);
  *   nvtx: the same as nested, with NVTX v3 ranges (nvtxRangePushA/Pop) for
  *       "forward" and "attention", and a start/end range "span" around the
- *       last 1 MiB instead of the second "attention". */
+ *       last 1 MiB instead of the second "attention";
+ *   limits: 300 names opened and closed in turn (r0 ... r299), then "deep"
+ *       opened 40 times on one stack around one 1 MiB allocation and closed
+ *       40 times; prints "info: deep_pops=N extra_pop=RC". */
 #include <errno.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -91,6 +94,20 @@ int main(int argc, char **argv) {
     pthread_create(&r, NULL, right, NULL);
     pthread_join(l, NULL);
     pthread_join(r, NULL);
+  } else if (strcmp(what, "limits") == 0) {
+    char name[16];
+    for (int i = 0; i < 300; i++) {
+      snprintf(name, sizeof name, "r%d", i);
+      errors += push(name) != 0;
+      errors += pop() != 0;
+    }
+    for (int i = 0; i < 40; i++) errors += push("deep") != 0;
+    void *p = alloc(MiB);
+    int pops = 0;
+    for (int i = 0; i < 40; i++) pops += pop() == 0;
+    int extra = pop();
+    release(p);
+    printf("info: deep_pops=%d extra_pop=%d\n", pops, extra);
   } else {
     nested(strcmp(what, "nvtx") == 0);
   }
