@@ -28,7 +28,22 @@
  * CUDAPOOL_SHARED_NAME ("" = none), NUL-terminated; askers only ask
  * segments of their own group. A layout-1 reader refuses a layout-2
  * segment by its `layout` word, and a layout-2 reader a layout-1 one
- * (which is also too short), each naming it a segment it cannot read. */
+ * (which is also too short), each naming it a segment it cannot read.
+ *
+ * Layout 3 added, after the give-back words:
+ *   - under the seqlock, what the report adds after the counters
+ *     (regions, call sites: the publisher's cp_report_extra_text/json),
+ *     NUL-terminated; text cut at its last whole line, with a line saying
+ *     so, and JSON left out (`extra_json` = ","extra_cut":true") when
+ *     they do not fit;
+ *   - a snapshot request (`cudapool snapshot PID -o FILE`): the asker
+ *     writes the file's absolute name (%p allowed) in `snap_pattern`, then
+ *     adds 1 to `snap_request`, then asks as a reader does (request += 1,
+ *     wake); the publisher, woken, writes the snapshot by the output-file
+ *     rules, stores the file written in `snap_written` and 0 or an errno in
+ *     `snap_error`, then the snapshot request it answered in
+ *     `snap_answered`, all before `answered`. One asker at a time: two at
+ *     once may both get the later one's file, which `snap_written` shows. */
 #ifndef CUDAPOOL_SHIM_LIVE_LAYOUT_H
 #define CUDAPOOL_SHIM_LIVE_LAYOUT_H
 
@@ -44,9 +59,11 @@
 #define CP_LIVE_DIR "/dev/shm"
 #define CP_LIVE_PREFIX "cudapool."
 #define CP_LIVE_MAGIC "cplive"
-#define CP_LIVE_LAYOUT 2u
+#define CP_LIVE_LAYOUT 3u
 #define CP_LIVE_GROUP_MAX 64 /* CP_OPTION_NAME_MAX of common/options.h */
 #define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/state/device.h */
+#define CP_LIVE_EXTRA_MAX 65536
+#define CP_LIVE_PATH_MAX 4096 /* CP_OPTION_PATH_MAX of common/options.h */
 
 typedef struct cp_live_segment {
   char magic[8];             /* CP_LIVE_MAGIC */
@@ -67,6 +84,15 @@ typedef struct cp_live_segment {
   _Atomic uint32_t give_request;  /* askers: += 1, then request += 1 and wake request */
   _Atomic uint32_t give_answered; /* publisher: the give request it last answered, then wake */
   _Atomic uint64_t give_released; /* bytes its last answer released */
+  /* Layout 3: the report's extras (under seq) and the snapshot request (above). */
+  char extra_text[CP_LIVE_EXTRA_MAX];
+  char extra_json[CP_LIVE_EXTRA_MAX];
+  _Atomic uint32_t snap_request;  /* askers: the pattern first, then += 1, then request += 1 and wake */
+  _Atomic uint32_t snap_answered; /* publisher: the snapshot request it last answered */
+  int32_t snap_error;             /* 0, or the errno of the last snapshot request */
+  int32_t reserved1;
+  char snap_pattern[CP_LIVE_PATH_MAX]; /* asker: the absolute file name, %p allowed */
+  char snap_written[CP_LIVE_PATH_MAX]; /* publisher: the file written (%p replaced) */
 } cp_live_segment_t;
 
 /* Field 22 of /proc/PID/stat, the process's start time in clock ticks
