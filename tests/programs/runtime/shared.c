@@ -24,7 +24,7 @@
  *   shared hold SIZE R W [free]  (a child) allocates SIZE (and frees it),
  *                          writes 1 byte to fd W, waits until fd R closes
  * The limit and the sizes come from the test (tests/integration/runtime/
- * shared_mt.c). */
+ * shared_mt.c), or from scripts/gpu-check.d/shared.sh on a GPU. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -38,11 +38,16 @@
 #include "budget_layout.h"
 #include "progs.h"
 
-/* The budget file of the fake device 0 (its UUID: tests/fakes/cudart/device.c). */
+/* The budget file of device 0, named by its UUID as shim/state/shared_limit.c
+ * names it (the fake's UUID: tests/fakes/cudart/device.c; a GPU's its own). */
 static void budget_path(char *out, size_t n) {
   const char *group = getenv("CUDAPOOL_SHARED_NAME");
-  snprintf(out, n, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.uuid-%s%s%s", (unsigned long)geteuid(),
-           "637066616b6564657600000000000001", group && *group ? "." : "", group && *group ? group : "");
+  struct cudaDeviceProp prop;
+  char uuid[33] = "unknown";
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+    for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", (unsigned char)prop.uuid.bytes[i]);
+  snprintf(out, n, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.uuid-%s%s%s", (unsigned long)geteuid(), uuid,
+           group && *group ? "." : "", group && *group ? group : "");
 }
 
 static const cp_budget_file_t *map_budget(void) {
