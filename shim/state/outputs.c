@@ -146,7 +146,7 @@ void cp_outputs_end(void) {
    * half way never stops it. */
   if (!cp_shim_active()) return;
   cp_live_end();
-  cp_shared_end();
+  /* The shared limit's slots stay: shared_limit.h says why. */
   pthread_once(&end_once, end_outputs);
 }
 
@@ -162,7 +162,7 @@ bool cp_outputs_before_exec(void) {
   cp_trace_before_exec();
   if (cp_device_stats_all(NULL, 0) != 0) write_report(true);
   cp_live_end();
-  cp_shared_end();
+  cp_shared_before_exec();
   return true;
 }
 

@@ -40,7 +40,7 @@ _Static_assert(CP_BUDGET_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUD
 
 typedef struct shared_dev {
   cp_budget_slot_t *_Atomic slot; /* NULL: no shared limit */
-  /* Atomic: the end of the process (cp_shared_end) moves them while other
+  /* Atomic: the end of the process (cp_shared_before_exec) moves them while other
    * threads may still claim. */
   cp_budget_file_t *_Atomic file;   /* NULL: alone, slot = &own */
   _Atomic uint64_t *_Atomic total; /* &file->total, or &own_total when alone */
@@ -70,10 +70,25 @@ static bool move(_Atomic uint64_t *w, uint64_t bytes, bool up, uint64_t limit) {
   return false;
 }
 
+/* Whether pid has exited and waits to be reaped (state Z or X after the
+ * command's last ')'): its device memory went back with its descriptors. */
+static bool zombie(uint32_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%lu/stat", (unsigned long)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char *q = strrchr(buf, ')');
+  return q && (q[1] == ' ') && (q[2] == 'Z' || q[2] == 'X');
+}
+
 static bool alive(uint32_t pid, uint64_t start) {
   if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return false;
   /* 0: its owner is setting it up (budget_layout.h). */
-  return start == 0 || start == cp_live_start_time((long)pid);
+  return (start == 0 || start == cp_live_start_time((long)pid)) && !zombie(pid);
 }
 
 /* Empties a slot whose owner word is still o (the owner died, or a free
@@ -343,7 +358,7 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   return true;
 }
 
-void cp_shared_end(void) {
+void cp_shared_before_exec(void) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     shared_dev_t *d = &devs[i];
     cp_budget_slot_t *s = atomic_load(&d->slot);

@@ -22,9 +22,16 @@
  *     replaced; anything else (another user's, a link, another layout)
  *     leaves this process alone under the limit (its own bytes against it),
  *     said in one warning;
- *   - the process gives its slots up at exit and before an exec (its pid and
- *     start time survive an exec, its device memory does not), and takes
- *     them again after an exec that failed.
+ *   - at exit the process keeps its slots: its device memory goes back to
+ *     the driver only as the process dies, after every destructor, so
+ *     giving the share up earlier let a peer claim and allocate while this
+ *     memory was still taken (measured on an H100: four churning processes
+ *     at 4.5 GiB under a 3 GiB limit). A claimant over the limit empties
+ *     the slot once the process is dead (gone, another start time, or a
+ *     zombie);
+ *   - before an exec it gives its slots up (its pid and start time survive
+ *     an exec, its device memory does not, so no one could tell it dead),
+ *     and takes them again after an exec that failed.
  * Threads: claims and releases are lock-free atomics on the slot; attach is
  * called under the device's lock (pool creation), the end under outputs.c's.
  * Nothing here prints but attach's one warning. */
@@ -56,8 +63,8 @@ bool cp_shared_refused(void);
 /* The device's budget now, dead processes' shares emptied first; false
  * when it has none. */
 bool cp_shared_usage(int device, cp_shared_usage_t *out);
-/* The slots given up (exit, exec) and taken again (after a failed exec). */
-void cp_shared_end(void);
+/* The slots given up before an exec and taken again after a failed one. */
+void cp_shared_before_exec(void);
 void cp_shared_after_failed_exec(void);
 
 #endif

@@ -11,9 +11,11 @@
 #include "fake.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define FC_MMAP_MIN ((size_t)1 << 20)
 
@@ -42,18 +44,51 @@ fc_alloc *fc_alloc_containing(const void *p) {
 }
 
 /* With FAKECUDA_SHARED_MEM: charge every process's counter, or fail when
- * the device (all processes together) has not that much left. */
+ * the device (all processes together) has not that much left. The file's
+ * second row holds each device's peak of that counter (what a monitor
+ * sampling the device would see at most, read by the tests). */
 static bool shared_charge(int dev, size_t charged) {
   if (!fc.shared_used) return true;
   uint64_t used = atomic_load(&fc.shared_used[dev]);
   do {
     if (charged > fc.capacity - (used < fc.capacity ? used : fc.capacity)) return false;
   } while (!atomic_compare_exchange_weak(&fc.shared_used[dev], &used, used + charged));
+  _Atomic uint64_t *peak = &fc.shared_used[FC_MAX_DEVICES + dev];
+  uint64_t seen = atomic_load(peak);
+  while (seen < used + charged && !atomic_compare_exchange_weak(peak, &seen, used + charged)) {
+  }
   return true;
 }
 
 static void shared_uncharge(int dev, size_t charged) {
   if (fc.shared_used && charged) atomic_fetch_sub(&fc.shared_used[dev], charged);
+}
+
+/* FAKECUDA_EXIT_PIPE=R,W: the process's exit stops where a driver would
+ * still hold its memory (after every other library's end): one byte 'e'
+ * written to fd W, then fd R read until it closes. What a test needs to act
+ * in that window without sleeping. */
+static void wait_at_exit(void) {
+  const char *e = getenv("FAKECUDA_EXIT_PIPE");
+  int r, w;
+  if (!e || sscanf(e, "%d,%d", &r, &w) != 2) return;
+  char c = 'e';
+  if (write(w, &c, 1) != 1) return;
+  while (read(r, &c, 1) > 0) {
+  }
+}
+
+/* A driver takes a process's device memory back as it dies: what this
+ * process still holds leaves the shared counter at its exit. */
+__attribute__((destructor)) static void shared_uncharge_at_exit(void) {
+  wait_at_exit();
+  if (!fc.shared_used || fc.shared_pid != getpid()) return;
+  pthread_mutex_lock(&fc.lock);
+  for (size_t i = 0; i < fc.nallocs; i++) {
+    shared_uncharge(fc.allocs[i].device, fc.allocs[i].charged);
+    fc.allocs[i].charged = 0; /* a free in a later destructor uncharges nothing */
+  }
+  pthread_mutex_unlock(&fc.lock);
 }
 
 cudaError_t fc_alloc_new(size_t size, enum fc_alloc_kind kind, int dev, void **out) {

@@ -12,7 +12,8 @@
  *   FAKECUDA_SHARED_MEM         a file holding the used bytes of every
  *                               device, shared by every process that names
  *                               it: they compete for FAKECUDA_MEMORY
- *                               (made and zeroed by the first; default: none)
+ *                               (made and zeroed by the first; default: none);
+ *                               its second row holds each device's peak
  *
  * Invariants: fc.lock is held between fc_enter and fc_leave and nowhere
  * else; cudaErrorNotReady is never stored as the last error (natively a
@@ -92,10 +93,11 @@ static void thread_exit(void *unused) {
   pthread_mutex_unlock(&fc.lock);
 }
 
-/* FAKECUDA_SHARED_MEM: the counters are mapped from the file; updated
- * with atomics only (mem.c), so processes need no lock between them. */
+/* FAKECUDA_SHARED_MEM: the counters (one row of FC_MAX_DEVICES used
+ * bytes, one of their peaks) are mapped from the file; updated with atomics
+ * only (mem.c), so processes need no lock between them. */
 static void map_shared_mem(const char *path) {
-  size_t len = FC_MAX_DEVICES * sizeof(uint64_t);
+  size_t len = 2 * FC_MAX_DEVICES * sizeof(uint64_t);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   struct stat st;
   void *m = MAP_FAILED;
@@ -107,6 +109,7 @@ static void map_shared_mem(const char *path) {
     return;
   }
   fc.shared_used = m;
+  fc.shared_pid = getpid();
 }
 
 static void init_once(void) {

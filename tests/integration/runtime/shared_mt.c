@@ -177,3 +177,18 @@ Test(shared, a_forged_slot_of_a_dead_pid_counts_nothing) {
   plant(&f, sizeof f);
   limit_holds("");
 }
+
+/* A process's share outlives its exit until it is gone: its device memory
+ * goes back only as it dies (the fake holds the child's exit where a driver
+ * still holds its memory; an H100 showed four churning processes at 4.5 GiB
+ * under a 3 GiB limit when shares were given up in the exit's destructors). */
+Test(shared, an_exiting_peers_share_stays_until_it_is_gone) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_COOP_WAIT=100"), "shared",
+            IT_ARGS("exiting", "3072"));
+  cr_assert(eq(str, (char *)s.out, "take: ok=0 code=2\ntake: ok=1 code=0\nexiter: status=0\n"), "%s\n%s", s.out,
+            s.err);
+  cr_assert(eq(int, it_count_lines(s.err, "shared limit 4.00 GiB reached (CUDAPOOL_SHARED_LIMIT): 2 cudapool"), 1),
+            "%s", s.err);
+  it_free(&s);
+}

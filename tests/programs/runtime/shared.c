@@ -19,6 +19,10 @@
  *   shared meminfo SIZE    a child holds SIZE; this process's
  *                          cudaMemGetInfo: "info: free= total=", then again
  *                          after it allocated and freed SIZE itself
+ *   shared exiting SIZE    a child allocates and frees SIZE and exits; while
+ *                          its exit is held where the driver still has its
+ *                          memory (FAKECUDA_EXIT_PIPE), then once it is
+ *                          gone, this process allocates SIZE: "take:" twice
  *   shared take SIZE       allocates SIZE: "take: ok= code="
  *   shared path            prints the budget file's path: "path: PATH"
  *   shared hold SIZE R W [free]  (a child) allocates SIZE (and frees it),
@@ -205,6 +209,44 @@ static int stopped(size_t size, bool stop) {
   return 0;
 }
 
+/* A child allocates and frees size (its cache holds it) and exits; its
+ * exit stops where the driver still holds its memory (the fake's
+ * FAKECUDA_EXIT_PIPE), and this process asks for size then, and again once
+ * the child is gone. */
+static int exiting(size_t size) {
+  int down[2], up[2];
+  if (pipe(down) != 0 || pipe(up) != 0) return 1;
+  fflush(stdout);
+  pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    char pipes[32], mib[32];
+    snprintf(pipes, sizeof pipes, "%d,%d", down[0], up[1]);
+    snprintf(mib, sizeof mib, "%zu", size / MiB);
+    setenv("FAKECUDA_EXIT_PIPE", pipes, 1);
+    close(down[1]);
+    close(up[0]);
+    execl("/proc/self/exe", "shared", "exiter", mib, (char *)NULL);
+    _exit(127);
+  }
+  close(down[0]);
+  close(up[1]);
+  char c;
+  if (read(up[0], &c, 1) != 1 || c != 'e') return 1;
+  take(size);
+  close(down[1]);
+  int st;
+  if (waitpid(child, &st, 0) != child) return 1;
+  take(size);
+  printf("exiter: status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return 0;
+}
+
+static int exiter(size_t size) {
+  void *p;
+  return cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess;
+}
+
 static void info(const char *when) {
   size_t free_bytes = 0, total = 0;
   cudaError_t err = cudaMemGetInfo(&free_bytes, &total);
@@ -231,6 +273,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "killed") == 0 && argc > 2) return killed(size_arg(argv[2]));
   if (strcmp(mode, "stopped") == 0 && argc > 2) return stopped(size_arg(argv[2]), argc > 3);
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
+  if (strcmp(mode, "exiting") == 0 && argc > 2) return exiting(size_arg(argv[2]));
+  if (strcmp(mode, "exiter") == 0 && argc > 2) return exiter(size_arg(argv[2]));
   if (strcmp(mode, "take") == 0 && argc > 2) {
     take(size_arg(argv[2]));
     return 0;
@@ -243,6 +287,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "hold") == 0 && argc > 5)
     return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), strcmp(argv[5], "free") == 0);
-  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | take MIB | path\n");
+  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | exiting MIB | take MIB | path\n");
   return 2;
 }
