@@ -13,7 +13,12 @@
  *                               device, shared by every process that names
  *                               it: they compete for FAKECUDA_MEMORY
  *                               (made and zeroed by the first; default: none);
- *                               its second row holds each device's peak
+ *                               its second row holds each device's peak;
+ *                               a process's memory leaves it at its exit
+ *   FAKECUDA_EXIT_PIPE=R,W      at exit, after every other library's end:
+ *                               'e' written to fd W, then fd R read until it
+ *                               closes (mem.c; where a driver still holds the
+ *                               memory of a dying process)
  *
  * Invariants: fc.lock is held between fc_enter and fc_leave and nowhere
  * else; cudaErrorNotReady is never stored as the last error (natively a
