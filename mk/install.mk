@@ -10,6 +10,10 @@
 #   share/cudapool/cpviz/*     the viewer's package (scripts/cpviz), which
 #                              cudapool-view and cudapool-export look for there
 #   share/man/man1/cudapool.1  from docs/cudapool.1
+#   share/man/man1/cudapool-replay.1, -plot.1, -stats.1, -view.1, -export.1
+#                              from docs/ (MAN_PAGES: one for each program of
+#                              INSTALL_PROGRAMS, held to its --help by
+#                              tests/unit/shim/manpages.c)
 # The layout under PREFIX is fixed: the installed launcher finds the library
 # as ../lib/libcudapool.so from its own folder. uninstall removes exactly
 # these files (of this version), then each of those folders that is left
@@ -20,6 +24,8 @@
 
 INSTALL_PROGRAMS += scripts/cudapool $(REPLAY_BIN) scripts/cudapool-plot scripts/cudapool-view \
                     scripts/cudapool-export
+MAN_PAGES := docs/cudapool.1 docs/cudapool-replay.1 docs/cudapool-plot.1 docs/cudapool-stats.1 \
+             docs/cudapool-view.1 docs/cudapool-export.1
 CPVIZ_FILES := $(sort $(wildcard scripts/cpviz/*.py scripts/cpviz/*.js scripts/cpviz/*.css))
 
 INSTALL_BINDIR := $(DESTDIR)$(PREFIX)/bin
@@ -32,7 +38,7 @@ INSTALL_CPVIZDIR := $(DESTDIR)$(PREFIX)/share/cudapool/cpviz
 INSTALLED_FILES := $(addprefix $(INSTALL_LIBDIR)/,$(SHIM_REAL_NAME) $(SHIM_SONAME) libcudapool.so) \
                    $(INSTALL_INCDIR)/cudapool.h $(INSTALL_PCDIR)/cudapool.pc \
                    $(addprefix $(INSTALL_BINDIR)/,$(notdir $(INSTALL_PROGRAMS))) \
-                   $(INSTALL_MANDIR)/cudapool.1 \
+                   $(addprefix $(INSTALL_MANDIR)/,$(notdir $(MAN_PAGES))) \
                    $(addprefix $(INSTALL_CPVIZDIR)/,$(notdir $(CPVIZ_FILES)))
 
 # The prefix goes into cudapool.pc and is where the launcher is run from:
@@ -41,7 +47,7 @@ check_prefix = @case '$(PREFIX)' in /*) ;; *) \
   echo "make $@: PREFIX must be an absolute path, not \"$(PREFIX)\"" >&2; exit 2 ;; esac
 
 .PHONY: install uninstall
-install: $(BUILD)/$(SHIM_REAL_NAME) $(INSTALL_PROGRAMS) include/cudapool.h mk/cudapool.pc.in docs/cudapool.1 \
+install: $(BUILD)/$(SHIM_REAL_NAME) $(INSTALL_PROGRAMS) include/cudapool.h mk/cudapool.pc.in $(MAN_PAGES) \
          $(CPVIZ_FILES)
 	$(check_prefix)
 	$(Q)install -d '$(INSTALL_BINDIR)' '$(INSTALL_LIBDIR)' '$(INSTALL_INCDIR)' '$(INSTALL_PCDIR)' \
@@ -56,7 +62,7 @@ install: $(BUILD)/$(SHIM_REAL_NAME) $(INSTALL_PROGRAMS) include/cudapool.h mk/cu
 	$(Q)chmod 644 '$(INSTALL_PCDIR)/cudapool.pc'
 	$(call say,INSTALL,$(INSTALL_BINDIR)/ $(notdir $(INSTALL_PROGRAMS)))install -m 755 \
 	  $(INSTALL_PROGRAMS) '$(INSTALL_BINDIR)/'
-	$(call say,INSTALL,$(INSTALL_MANDIR)/cudapool.1)install -m 644 docs/cudapool.1 '$(INSTALL_MANDIR)/'
+	$(call say,INSTALL,$(INSTALL_MANDIR)/ $(notdir $(MAN_PAGES)))install -m 644 $(MAN_PAGES) '$(INSTALL_MANDIR)/'
 	$(call say,INSTALL,$(INSTALL_CPVIZDIR)/)install -m 644 $(CPVIZ_FILES) '$(INSTALL_CPVIZDIR)/'
 
 uninstall:

@@ -56,13 +56,16 @@ $(SHIM_LIB): $(BUILD)/$(SHIM_SONAME)
 # mk/replay.mk), linked with libcpcommon.a. The recorder's test
 # reads its files back with the replayer: mk/replay.mk adds the replayer's
 # objects to SHIM_UNIT_EXTRA (and -lz to SHIM_UNIT_EXTRA_LIBS).
+# shim/state/nvtx.c needs no CUDA either: its test (nvtx_heaps.c) drives it
+# with the fake NVTX tool.
 SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
-$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h) \
+SHIM_UNIT_MODULES := shim/state/nvtx.c
+$(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(SHIM_UNIT_MODULES) shim/state/nvtx.h $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h) \
                  $(wildcard shim/entry/*.h) $(BUILD)/gen/cuda_names.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -DCP_CUDA_HOME='"$(CUDA_HOME)"' -Icore -Icommon -Ishim -I$(BUILD)/gen -Itools/replay $(TEST_INC) \
-	  $(SHIM_UNIT_SRCS) \
+	  $(SHIM_UNIT_SRCS) $(SHIM_UNIT_MODULES) \
 	  $(SHIM_UNIT_EXTRA) $(COMMON_LIB) $(CORE_LIB) -o $@ $(CRITERION_LINK) $(SHIM_UNIT_EXTRA_LIBS) $(LDFLAGS_BASE)
 
 ALL_TARGETS += $(SHIM_LIB)

@@ -62,7 +62,8 @@ static int cuda_alloc(void *ctx, int device, size_t size, uintptr_t *out) {
   if (rc != 0) cp_shared_release(cp_device_id(dev), size);
   /* Replay hands the same addresses out: best-fit ties break by address. */
   if (rc == 0 && cp_trace_enabled()) cp_trace_extra(CP_TRACE_SEGMENT_ALLOC, *out, size, 0);
-  if (rc == 0 && cp_nvtx_on()) cp_nvtx_segment_added(cp_device_id(dev), *out, size);
+  if (rc == 0 && cp_nvtx_on())
+    cp_nvtx_segment_added(cp_device_id(dev), atomic_load_explicit(&dev->resets, memory_order_acquire), *out, size);
   return rc;
 }
 

@@ -193,7 +193,7 @@ void cp_device_reset(cp_device_t *dev) {
   dev->n_spare = 0;
   dev->n_orphans = 0; /* gone with the context, as their streams */
   atomic_store(&dev->default_mempool, 0); /* the new context has its own */
-  atomic_fetch_add_explicit(&dev->resets, 1, memory_order_release);
+  unsigned epoch = atomic_fetch_add_explicit(&dev->resets, 1, memory_order_release);
   pthread_mutex_unlock(&dev->lock);
   cp_order_reset(&dev->order);
   if (pool && cp_stacks_on) cp_walk(pool, &(cp_walker_t){.block = forget_site});
@@ -205,7 +205,9 @@ void cp_device_reset(cp_device_t *dev) {
     retire(pool);
     atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
   }
-  cp_nvtx_device_reset(cp_device_id(dev)); /* its segments went with the context */
+  /* Its segments went with the context. A pool made since (the lock is
+   * free) registers its heaps in the new epoch, which this leaves alone. */
+  cp_nvtx_device_reset(cp_device_id(dev), epoch);
 }
 
 /* A new non-blocking stream is ordered after nothing, yet may be handed

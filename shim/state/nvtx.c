@@ -18,6 +18,7 @@
 
 typedef struct heap {
   int device;
+  unsigned epoch; /* the device's reset count when it was registered */
   uintptr_t base;
   size_t size;
   nvtxMemHeapHandle_t handle;
@@ -68,7 +69,7 @@ static void unregister_at(size_t i) {
   n_heaps--;
 }
 
-void cp_nvtx_segment_added(int device, uintptr_t base, size_t size) {
+void cp_nvtx_segment_added(int device, unsigned epoch, uintptr_t base, size_t size) {
   if (!nvtx_on || size == 0) return;
   pthread_mutex_lock(&heaps_lock);
   size_t i = first_ending_after(base);
@@ -97,7 +98,7 @@ void cp_nvtx_segment_added(int device, uintptr_t base, size_t size) {
   };
   nvtxMemHeapHandle_t handle = nvtxMemHeapRegister(domain, &desc);
   memmove(&heaps[i + 1], &heaps[i], (n_heaps - i) * sizeof heaps[0]);
-  heaps[i] = (heap_t){.device = device, .base = base, .size = size, .handle = handle};
+  heaps[i] = (heap_t){.device = device, .epoch = epoch, .base = base, .size = size, .handle = handle};
   n_heaps++;
   pthread_mutex_unlock(&heaps_lock);
 }
@@ -110,11 +111,12 @@ void cp_nvtx_segment_removed(uintptr_t base) {
   pthread_mutex_unlock(&heaps_lock);
 }
 
-void cp_nvtx_device_reset(int device) {
+void cp_nvtx_device_reset(int device, unsigned epoch) {
   if (!nvtx_on) return;
   pthread_mutex_lock(&heaps_lock);
+  /* Not newer than the reset, counting with wrap-around. */
   for (size_t i = n_heaps; i-- > 0;)
-    if (heaps[i].device == device) unregister_at(i);
+    if (heaps[i].device == device && (int)(heaps[i].epoch - epoch) <= 0) unregister_at(i);
   pthread_mutex_unlock(&heaps_lock);
 }
 

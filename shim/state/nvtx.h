@@ -13,6 +13,11 @@
  *     (reserve) to its backend free (unreserve); a heap registered over an
  *     older one it overlaps (a pool dropped by cudaDeviceReset never freed
  *     its segments) replaces it;
+ *   - a heap carries its device's reset epoch (cp_device_t.resets) when it
+ *     was registered, and a reset unregisters only the heaps of its device
+ *     from its own epoch or before: a pool made after the reset (another
+ *     thread's first allocation) may register its segments before the
+ *     resetting thread gets here, and keeps them;
  *   - a block handed out is one region of its segment's heap, of exactly the
  *     bytes the program asked for, from the pool's ALLOC report to its FREE
  *     report (both under the pool lock, so a region is gone before the block
@@ -44,10 +49,11 @@ bool cp_nvtx_on(void);
 void cp_nvtx_prepare(void);
 
 /* The backend's segment hooks (only while on). */
-void cp_nvtx_segment_added(int device, uintptr_t base, size_t size);
+void cp_nvtx_segment_added(int device, unsigned epoch, uintptr_t base, size_t size);
 void cp_nvtx_segment_removed(uintptr_t base);
-/* The device was reset: every heap of it is gone (a no-op while off). */
-void cp_nvtx_device_reset(int device);
+/* The device was reset at `epoch` (its reset count before the reset): every
+ * heap of it registered in that epoch or before is gone (a no-op while off). */
+void cp_nvtx_device_reset(int device, unsigned epoch);
 /* The pool observer's reports (only while on). */
 void cp_nvtx_block_handed_out(uintptr_t addr, size_t requested);
 void cp_nvtx_block_freed(uintptr_t addr);

@@ -3,7 +3,14 @@ with pip into a fresh venv, with no other step, `import cudapool`, the
 `cudapool` command and `python -m cudapool -- PROGRAM` work, the launcher
 inside it preloading the library inside it. PROGRAM runs on the fake CUDA
 runtime (tests/programs/runtime/leak.c: its exit report names what it never
-freed). Run by tests/python/run."""
+freed). Run by tests/python/run.
+
+Its manylinux tag: `auditwheel show` must find the wheel consistent with the
+tag in its name where auditwheel is installed (it is not on the project's
+machines: see docs/USAGE.md, "The wheel"); everywhere, this file checks the
+two rules of auditwheel's policy the tag rests on itself: every ELF file
+needs only libraries of the manylinux whitelist, and no symbol version newer
+than the tag's glibc."""
 
 import glob
 import os
@@ -40,6 +47,33 @@ def env_outside():
     return env
 
 
+# auditwheel's manylinux whitelist (its policy/manylinux-policy.json, the
+# same for every manylinux_2_N from 2_17 on, libmvec from 2_34) plus the
+# dynamic linker, which every glibc system has where the tag says.
+MANYLINUX_LIBS = {"libgcc_s.so.1", "libstdc++.so.6", "libm.so.6", "libdl.so.2", "librt.so.1", "libc.so.6",
+                  "libnsl.so.1", "libutil.so.1", "libpthread.so.0", "libresolv.so.2", "libX11.so.6",
+                  "libXext.so.6", "libXrender.so.1", "libICE.so.6", "libSM.so.6", "libGL.so.1",
+                  "libgobject-2.0.so.0", "libgthread-2.0.so.0", "libglib-2.0.so.0", "libanl.so.1",
+                  "libatomic.so.1", "libexpat.so.1", "libz.so.1"}
+DYNAMIC_LINKERS = {"ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
+
+
+def tag_glibc(wheel):
+    """N of the wheel name's manylinux_2_N."""
+    return int(re.search(r"-manylinux_2_(\d+)_[a-z0-9_]+\.whl$", wheel).group(1))
+
+
+def auditwheel_command():
+    """How to run auditwheel here, or None."""
+    if shutil.which("auditwheel"):
+        return ["auditwheel"]
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(py) and subprocess.run([py, "-c", "import auditwheel.main"], stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL).returncode == 0:
+            return [py, "-m", "auditwheel"]
+    return None
+
+
 class Wheel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -73,6 +107,55 @@ class Wheel(unittest.TestCase):
     def test_name_says_the_platform_and_the_glibc_floor(self):
         name = os.path.basename(self.wheel)
         self.assertRegex(name, r"^cudapool-%s-py3-none-manylinux_2_\d+_[a-z0-9_]+\.whl$" % re.escape(version()))
+
+    def elf_files(self, into):
+        """The wheel's ELF files, extracted under into: {arcname: path}."""
+        out = {}
+        with zipfile.ZipFile(self.wheel) as z:
+            for name in z.namelist():
+                with z.open(name) as f:
+                    if f.read(4) != b"\x7fELF":
+                        continue
+                out[name] = z.extract(name, into)
+        return out
+
+    def test_binaries_need_only_manylinux_libraries_and_the_tags_glibc(self):
+        floor = tag_glibc(self.wheel)
+        with tempfile.TemporaryDirectory(prefix="cp-wheel-elf-") as tmp:
+            elves = self.elf_files(tmp)
+            self.assertEqual(sorted(elves), ["cudapool/bin/cudapool-replay", "cudapool/bin/cudapool-stats",
+                                             "cudapool/lib/libcudapool.so"])
+            newest = 0
+            for name, path in sorted(elves.items()):
+                dyn = subprocess.run(["readelf", "-d", path], stdout=subprocess.PIPE, universal_newlines=True,
+                                     check=True).stdout
+                needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn))
+                self.assertIn("libc.so.6", needed, name)
+                self.assertEqual(needed - MANYLINUX_LIBS - DYNAMIC_LINKERS, set(),
+                                 "%s needs libraries outside the manylinux whitelist" % name)
+                syms = subprocess.run(["objdump", "-T", path], stdout=subprocess.PIPE, universal_newlines=True,
+                                      check=True).stdout
+                versions = set(re.findall(r"\s\(?([A-Z][A-Z_]*_[0-9][0-9.]*|GLIBC_PRIVATE)\)?\s", syms))
+                others = {v for v in versions if not re.match(r"GLIBC_2\.\d+(\.\d+)?$", v)}
+                self.assertEqual(others, set(), "%s: symbol versions this check does not know" % name)
+                for v in versions:
+                    minor = int(v.split(".")[1])
+                    self.assertLessEqual(minor, floor, "%s needs %s, newer than the tag's glibc 2.%d"
+                                         % (name, v, floor))
+                    newest = max(newest, minor)
+            self.assertEqual(floor, max(17, newest), "the tag is not the newest glibc the binaries need "
+                             "(manylinux2014's 2.17 at least)")
+
+    def test_auditwheel_show_finds_the_tag_of_its_name(self):
+        cmd = auditwheel_command()
+        if cmd is None:
+            self.skipTest("auditwheel is not installed (not packaged by Debian; see docs/USAGE.md)")
+        p = subprocess.run(cmd + ["show", self.wheel], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        tag = re.search(r"-(manylinux_2_\d+_[a-z0-9_]+)\.whl$", self.wheel).group(1)
+        said = " ".join(p.stdout.split())
+        self.assertIn('is consistent with the following platform tag: "%s"' % tag, said, p.stdout)
 
     def test_record_lists_every_file_with_its_hash(self):
         with zipfile.ZipFile(self.wheel) as z:

@@ -99,3 +99,27 @@ Test(plot, usage_errors_exit_2_and_failures_name_the_trace_not_temporary_files) 
   cr_expect(ne(ptr, strstr(out, " MiB)"), NULL), "the unit of a 40 MiB trace: %s", out);
   free(out);
 }
+
+/* The replayer's flags that take no value (--help says which) leave the
+ * next argument alone: "--expandable TRACE" is not "--expandable=TRACE".
+ * Without matplotlib the run stops, after parsing, with status 3. */
+Test(plot, flags_without_a_value_leave_the_trace_alone) {
+  char root[PATH_MAX], bin[PATH_MAX], cmd[3 * PATH_MAX], *out = NULL;
+  cr_assert(eq(int, ru_repo_root(root, sizeof root), 0));
+  cr_assert(eq(int, ru_replay_bin(bin, sizeof bin), 0));
+  char trace[128], png[128];
+  snprintf(trace, sizeof trace, "%s/t.csv", dir);
+  snprintf(png, sizeof png, "%s/t.png", dir);
+  FILE *f = fopen(trace, "w");
+  fputs("Thread,Time,Action,Pointer,Size,Stream\n1,0.0,allocate,0x1000,12582912,(nil)\n", f);
+  fclose(f);
+  static const char *const flags[] = {"--expandable", "--allow-unknown-frees"};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+    snprintf(cmd, sizeof cmd, "CUDAPOOL_REPLAY='%s' '%s/scripts/cudapool-plot' %s '%s' -o '%s' 2>&1", bin, root,
+             flags[i], trace, png);
+    int rc = ru_run(cmd, &out);
+    cr_expect(rc == 0 || rc == 3, "%s: exit %d\n%s", flags[i], rc, out);
+    cr_expect(eq(ptr, strstr(out, "no trace given"), NULL), "%s took the trace as its value: %s", flags[i], out);
+    free(out);
+  }
+}

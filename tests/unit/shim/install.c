@@ -107,6 +107,11 @@ static void listing(char *out, size_t cap) {
 static const char installed[] = "f 644 " D "/include/cudapool.h \n"
                                 "f 644 " D "/lib/pkgconfig/cudapool.pc \n"
                                 "f 644 " D "/share/man/man1/cudapool.1 \n"
+                                "f 644 " D "/share/man/man1/cudapool-replay.1 \n"
+                                "f 644 " D "/share/man/man1/cudapool-plot.1 \n"
+                                "f 644 " D "/share/man/man1/cudapool-stats.1 \n"
+                                "f 644 " D "/share/man/man1/cudapool-view.1 \n"
+                                "f 644 " D "/share/man/man1/cudapool-export.1 \n"
                                 "f 755 " D "/bin/cudapool \n"
                                 "f 755 " D "/bin/cudapool-plot \n"
                                 "f 755 " D "/bin/cudapool-view \n"
@@ -154,10 +159,25 @@ Test(install, the_tree_files_modes_and_links) {
   same_file(src, "bin/cudapool-replay");
   same_file("include/cudapool.h", "include/cudapool.h");
   same_file("docs/cudapool.1", "share/man/man1/cudapool.1");
+  same_file("docs/cudapool-stats.1", "share/man/man1/cudapool-stats.1");
   same_file("scripts/cudapool", "bin/cudapool");
   same_file("scripts/cudapool-plot", "bin/cudapool-plot");
   same_file("scripts/cudapool-view", "bin/cudapool-view");
   same_file("scripts/cpviz/page.js", "share/cudapool/cpviz/page.js");
+}
+
+/* man NAME finds a page for each program a packager installs: a program
+ * added to INSTALL_PROGRAMS without its page in MAN_PAGES fails here. */
+Test(install, a_man_page_for_every_program) {
+  char cmd[2 * PATH_MAX], out[4096];
+  install();
+  fmt(cmd, sizeof cmd,
+      "cd '%s" PREFIX "' && n=0 && for p in bin/*; do n=$((n+1)); "
+      "[ -f \"share/man/man1/${p#bin/}.1\" ] || echo \"no share/man/man1/${p#bin/}.1 for $p\"; done; "
+      "echo \"$n programs\"",
+      destdir);
+  cr_assert(eq(int, run(cmd, out, sizeof out), 0), "%s", out);
+  cr_assert(eq(str, out, "6 programs"));
 }
 
 Test(install, the_library_carries_its_soname) {
