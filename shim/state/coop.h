@@ -16,8 +16,10 @@
  *   - the asker waits at most CUDAPOOL_COOP_WAIT ms in all, on its own
  *     (already failed) allocation's thread: a stopped or hung peer costs it
  *     that wait and nothing more;
+ *   - the request names the device (its key, device_key.h): a peer is asked
+ *     only when it has a pool on that GPU, and gives back from it alone;
  *   - a peer answers on its live publisher thread (live.c), which already
- *     sleeps on its segment's shared futex: it empties every pool's cache
+ *     sleeps on its segment's shared futex: it empties that pool's cache
  *     (cp_empty_cache: blocks in use stay, pending ones become ready after
  *     a barrier or their fences, as for cudapool_empty_cache), releasing
  *     only while no stream capture is in progress;
@@ -29,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "live_layout.h"
+
 typedef struct cp_coop_result {
   unsigned asked;    /* peers whose segment got the request */
   unsigned answered; /* of those, peers that answered within the wait */
@@ -39,11 +43,14 @@ typedef struct cp_coop_result {
 bool cp_coop_wanted(void);
 /* Whether it can: wanted, and this process has a live segment. */
 bool cp_coop_on(void);
-/* Ask every peer to give back, wait for their answers (at most
+/* Out of memory on device: ask every peer that has a pool on the same GPU
+ * (by its key) to give back from it, wait for their answers (at most
  * CUDAPOOL_COOP_WAIT ms in all), and say what came of it in *out. */
-void cp_coop_ask(cp_coop_result_t *out);
-/* The peer's side, on the publisher thread: empty every pool's cache;
- * the bytes released. */
-uint64_t cp_coop_give_back(void);
+void cp_coop_ask(int device, cp_coop_result_t *out);
+/* The peer's side, on the publisher thread: `requests` give-back requests
+ * for this process's device (its entry dv) came since the last answer;
+ * empties that device's pool's cache (once for them all) and counts it in
+ * dv. The bytes released. */
+uint64_t cp_coop_answer(cp_live_device_t *dv, int device, uint32_t requests);
 
 #endif

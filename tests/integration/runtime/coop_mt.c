@@ -11,7 +11,9 @@
  *   - a stopped peer (SIGSTOP) does not answer: the allocation fails after
  *     the wait, and the out-of-memory line says 1 asked, 0 answered;
  *   - a truncated or forged segment under a live pid is not asked;
- *   - with CUDAPOOL_LIVE=0 no one is asked, and the line says why.
+ *   - with CUDAPOOL_LIVE=0 no one is asked, and the line says why;
+ *   - the request names the device: with two devices, a peer asked for
+ *     device 1 gives back its cache there and keeps device 0's.
  * Each test names its own group (CUDAPOOL_SHARED_NAME) and its own shared
  * device file (FAKECUDA_SHARED_MEM), so tests running at once do not meet.
  * Program: tests/programs/runtime/coop.c. */
@@ -119,5 +121,19 @@ Test(coop, without_live_stats_no_one_is_asked) {
                                      "CUDAPOOL_LIVE"),
                1),
             "%s", s.err);
+  it_free(&s);
+}
+
+Test(coop, a_peer_gives_back_only_on_the_device_asked_for) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "FAKECUDA_DEVICES=2"), "coop", IT_ARGS("pair", "devices"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  /* 3 GiB cached on device 0 stays; device 1's went back. */
+  cr_assert(eq(long, it_val(&s, "pool", "held0", -1), 3L << 30), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "pool", "held1", -1), 0), "%s", s.out);
+  cr_assert(eq(str, (char *)s.err,
+               "cudapool: out of memory on device 1 avoided: asked 3.00 GiB; asked 1 other cudapool processes to "
+               "give back: 1 answered, 3.00 GiB came back\n"));
   it_free(&s);
 }
