@@ -159,9 +159,29 @@ static uint64_t give_back(int device) {
   return released;
 }
 
+/* When each device's last round ran (the publisher thread's only). */
+static uint64_t last_round_ns[CP_LIVE_DEVICES];
+static bool had_round[CP_LIVE_DEVICES];
+
+/* Whether a round for device may run now (CUDAPOOL_COOP_INTERVAL); if so,
+ * it is counted as run. */
+static bool round_allowed(int device) {
+  uint64_t now = cp_monotonic_ns();
+  uint64_t interval = (uint64_t)cp_opts.coop_interval_ms * 1000000u;
+  if (interval && had_round[device] && now - last_round_ns[device] < interval) return false;
+  had_round[device] = true;
+  last_round_ns[device] = now;
+  return true;
+}
+
 uint64_t cp_coop_answer(cp_live_device_t *dv, int device, uint32_t requests) {
   atomic_fetch_add_explicit(&dv->asked, requests, memory_order_relaxed);
   if (!cp_coop_wanted()) return 0;
+  if (!round_allowed(device)) {
+    /* "Nothing more": the last round gave back all that was idle then. */
+    atomic_fetch_add_explicit(&dv->limited, requests, memory_order_relaxed);
+    return 0;
+  }
   uint64_t released = give_back(device);
   atomic_fetch_add_explicit(&dv->rounds, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&dv->given, released, memory_order_relaxed);

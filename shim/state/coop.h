@@ -23,6 +23,9 @@
  *     (cp_empty_cache: blocks in use stay, pending ones become ready after
  *     a barrier or their fences, as for cudapool_empty_cache), releasing
  *     only while no stream capture is in progress;
+ *   - a peer runs at most one round per device per CUDAPOOL_COOP_INTERVAL
+ *     ms; requests within it are answered at once with 0 bytes and
+ *     counted as limited, so a flood of requests costs it bounded work;
  *   - nothing here prints; serve.c words the outcome. */
 #ifndef CUDAPOOL_SHIM_COOP_H
 #define CUDAPOOL_SHIM_COOP_H

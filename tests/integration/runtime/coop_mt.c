@@ -13,7 +13,12 @@
  *   - a truncated or forged segment under a live pid is not asked;
  *   - with CUDAPOOL_LIVE=0 no one is asked, and the line says why;
  *   - the request names the device: with two devices, a peer asked for
- *     device 1 gives back its cache there and keeps device 0's.
+ *     device 1 gives back its cache there and keeps device 0's;
+ *   - a flood of requests costs a working peer one cache flush per device
+ *     per CUDAPOOL_COOP_INTERVAL: after a real request that got the peer's
+ *     3 GiB, 300 more within the interval are each answered at once with
+ *     0 bytes (rounds stay 1, 300 limited); with the interval 0 each gets
+ *     its own round (301).
  * Each test names its own group (CUDAPOOL_SHARED_NAME) and its own shared
  * device file (FAKECUDA_SHARED_MEM), so tests running at once do not meet.
  * Program: tests/programs/runtime/coop.c. */
@@ -135,5 +140,32 @@ Test(coop, a_peer_gives_back_only_on_the_device_asked_for) {
   cr_assert(eq(str, (char *)s.err,
                "cudapool: out of memory on device 1 avoided: asked 3.00 GiB; asked 1 other cudapool processes to "
                "give back: 1 answered, 3.00 GiB came back\n"));
+  it_free(&s);
+}
+
+#define FLOODS "300"
+
+Test(coop, a_flood_costs_a_working_peer_one_round_per_interval) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=60000"), "coop",
+            IT_ARGS("flood", FLOODS));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)it_line(&s, "flood"),
+               "flood: answered=300 asked=301 rounds=1 limited=300 given=3221225472"),
+            "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "work", "failed", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  it_free(&s);
+}
+
+Test(coop, without_an_interval_every_request_is_a_round) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=0"), "coop",
+            IT_ARGS("flood", FLOODS));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "flood", "answered", -1), 300), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "flood", "rounds", -1), 301), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "flood", "limited", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "work", "failed", -1), 0), "%s", s.out);
   it_free(&s);
 }
