@@ -39,7 +39,8 @@
  *     only grow, each written by one side (asks and got by the process's
  *     askers, the rest by its publisher), read without the seqlock;
  *   - `releasable[i]` (under the seqlock, as `devices[i]`) is the bytes in
- *     whole free segments of devices[i]'s pool at the answer;
+ *     segments of devices[i]'s pool with no block in use at the answer
+ *     (cp_releasable_bytes: what a give-back round would release);
  *   - `command` is the process's command line (arguments joined by blanks,
  *     cut at CP_LIVE_COMMAND_MAX - 1 bytes), written before `layout`.
  * `group` is the process's CUDAPOOL_SHARED_NAME ("" = none),

@@ -21,6 +21,13 @@
  *                     waited for (5 s at most), and prints the hog's
  *                     counters: "flood: answered= asked= rounds= limited=
  *                     given=" (shim/state/coop.c's rate limit)
+ *   coop all READER OUT
+ *                     as "pair devices" with the take held, then runs
+ *                     `READER --all --group $CUDAPOOL_SHARED_NAME` (the
+ *                     overview of cudapool-stats) into the file OUT while
+ *                     both run; prints "reader: status=", the pids
+ *                     ("pids: me= hog=") and the commands the overview
+ *                     should show ("mecmd: ...", "hogcmd: ...")
  *   coop hog R W [both|work]
  *                     (the child) 3/4 of the device's free memory
  *                     allocated and freed (on devices 0 and 1 with "both"),
@@ -89,15 +96,18 @@ static int hog(int rfd, int wfd, bool both, bool working) {
 
 /* Starts `coop hog R W how` as a child: its pid; *to (its R's other end)
  * and the size it freed, once it has. -1 on failure. */
+static char hog_command[64];
+
 static pid_t start_hog(const char *how, int *to, size_t *size) {
   int to_hog[2], from_hog[2];
   if (pipe(to_hog) != 0 || pipe(from_hog) != 0) return -1;
+  char r[16], w[16];
+  snprintf(r, sizeof r, "%d", to_hog[0]);
+  snprintf(w, sizeof w, "%d", from_hog[1]);
+  snprintf(hog_command, sizeof hog_command, "coop hog %s %s%s%s", r, w, how ? " " : "", how ? how : "");
   pid_t child = fork();
   if (child < 0) return -1;
   if (child == 0) {
-    char r[16], w[16];
-    snprintf(r, sizeof r, "%d", to_hog[0]);
-    snprintf(w, sizeof w, "%d", from_hog[1]);
     close(to_hog[1]);
     close(from_hog[0]);
     execl("/proc/self/exe", "coop", "hog", r, w, how, (char *)NULL);
@@ -126,6 +136,57 @@ static int pair(bool stop, bool devices) {
   if (err == cudaSuccess) cudaFree(p);
   if (stop) kill(child, SIGCONT);
   close(to);
+  if (waitpid(child, &st, 0) != child) return 1;
+  printf("hog: status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return 0;
+}
+
+/* This process's command line, arguments joined by blanks. */
+static void own_command(char *out, size_t cap) {
+  FILE *f = fopen("/proc/self/cmdline", "r");
+  size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+  if (f) fclose(f);
+  while (n > 0 && out[n - 1] == '\0') n--;
+  for (size_t i = 0; i < n; i++)
+    if (out[i] == '\0') out[i] = ' ';
+  out[n] = '\0';
+}
+
+/* Runs reader --all --group $CUDAPOOL_SHARED_NAME into the file out: its
+ * exit status. */
+static int run_reader(const char *reader, const char *out) {
+  const char *group = getenv("CUDAPOOL_SHARED_NAME");
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+    execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  if (waitpid(pid, &st, 0) != pid) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int all(const char *reader, const char *out) {
+  int to;
+  size_t size;
+  pid_t child = start_hog("both", &to, &size);
+  if (child < 0) return 1;
+  void *p = NULL;
+  if (cudaSetDevice(1) != cudaSuccess) return 1;
+  cudaError_t err = cudaMalloc(&p, size);
+  printf("take: ok=%d\n", err == cudaSuccess);
+  printf("reader: status=%d\n", run_reader(reader, out));
+  char me[256];
+  own_command(me, sizeof me);
+  printf("pids: me=%ld hog=%ld\n", (long)getpid(), (long)child);
+  printf("mecmd: %s\n", me);
+  printf("hogcmd: %s\n", hog_command);
+  if (err == cudaSuccess) cudaFree(p);
+  close(to);
+  int st;
   if (waitpid(child, &st, 0) != child) return 1;
   printf("hog: status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   return 0;
@@ -194,10 +255,11 @@ int main(int argc, char **argv) {
   const char *how = argc > 2 ? argv[2] : "";
   if (strcmp(mode, "pair") == 0) return pair(strcmp(how, "stop") == 0, strcmp(how, "devices") == 0);
   if (strcmp(mode, "flood") == 0 && argc > 2) return flood(atol(argv[2]));
+  if (strcmp(mode, "all") == 0 && argc > 3) return all(argv[2], argv[3]);
   if (strcmp(mode, "hog") == 0 && argc > 3) {
     const char *extra = argc > 4 ? argv[4] : "";
     return hog(atoi(argv[2]), atoi(argv[3]), strcmp(extra, "both") == 0, strcmp(extra, "work") == 0);
   }
-  fprintf(stderr, "usage: coop pair [stop|devices] | coop flood N | coop hog R W [both|work]\n");
+  fprintf(stderr, "usage: coop pair [stop|devices] | coop flood N | coop all READER OUT | coop hog R W [both|work]\n");
   return 2;
 }
