@@ -22,7 +22,8 @@
  *                     counters: "flood: answered= asked= rounds= limited=
  *                     given=" (shim/state/coop.c's rate limit)
  *   coop all READER OUT
- *                     as "pair devices" with the take held, then runs
+ *                     as "pair devices" with the take held (as "pair" on a
+ *                     machine with one device), then runs
  *                     `READER --all --group $CUDAPOOL_SHARED_NAME` (the
  *                     overview of cudapool-stats) into the file OUT while
  *                     both run; prints "reader: status=", the pids
@@ -172,10 +173,12 @@ static int run_reader(const char *reader, const char *out) {
 static int all(const char *reader, const char *out) {
   int to;
   size_t size;
-  pid_t child = start_hog("both", &to, &size);
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return 1;
+  pid_t child = start_hog(count > 1 ? "both" : NULL, &to, &size);
   if (child < 0) return 1;
   void *p = NULL;
-  if (cudaSetDevice(1) != cudaSuccess) return 1;
+  if (count > 1 && cudaSetDevice(1) != cudaSuccess) return 1;
   cudaError_t err = cudaMalloc(&p, size);
   printf("take: ok=%d\n", err == cudaSuccess);
   printf("reader: status=%d\n", run_reader(reader, out));
