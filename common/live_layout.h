@@ -19,8 +19,34 @@
  * does not answer; the reader then shows the last answer and says so.
  * `layout` changes whenever this struct does; a reader refuses any other.
  *
- * Layout 2 added the give-back words after `devices` (shim/state/coop.h);
- * layout 3 (issue 26, items 4 and 5) names the device a request is for,
+ * Layout 2 added the give-back words after `devices` (shim/state/coop.h):
+ * a process out of device memory (the asker) adds 1 to `give_request`,
+ * then to `request`, and wakes `request`; the publisher thread, woken,
+ * empties its pools' caches, stores the bytes that went back in
+ * `give_released` and then the give request it answered in
+ * `give_answered`, and wakes it. `group` is the process's
+ * CUDAPOOL_SHARED_NAME ("" = none), NUL-terminated; askers only ask
+ * segments of their own group. A layout-1 reader refuses a layout-2
+ * segment by its `layout` word, and a layout-2 reader a layout-1 one
+ * (which is also too short), each naming it a segment it cannot read.
+ *
+ * Layout 3 added, after the give-back words:
+ *   - under the seqlock, what the report adds after the counters
+ *     (regions, call sites: the publisher's cp_report_extra_text/json),
+ *     NUL-terminated; text cut at its last whole line, with a line saying
+ *     so, and JSON left out (`extra_json` = ","extra_cut":true") when
+ *     they do not fit;
+ *   - a snapshot request (`cudapool snapshot PID -o FILE`): the asker
+ *     writes the file's absolute name (%p allowed) in `snap_pattern`, then
+ *     adds 1 to `snap_request`, then asks as a reader does (request += 1,
+ *     wake); the publisher, woken, writes the snapshot by the output-file
+ *     rules, stores the file written in `snap_written` and 0 or an errno in
+ *     `snap_error`, then the snapshot request it answered in
+ *     `snap_answered`, all before `answered`. One asker at a time: two at
+ *     once may both get the later one's file, which `snap_written` shows.
+ *
+ * Layout 4 (issue 26, items 4 and 5) moved the give-back words into
+ * `dev[]`, so that a request names the device it is for,
  * and keeps the cooperation counters that `cudapool top` shows:
  *   - `dev[D]` is this process's device number D: `key` (the device key of
  *     common/budget_layout.h, the same whatever CUDA_VISIBLE_DEVICES makes
@@ -45,8 +71,8 @@
  *     cut at CP_LIVE_COMMAND_MAX - 1 bytes), written before `layout`.
  * `group` is the process's CUDAPOOL_SHARED_NAME ("" = none),
  * NUL-terminated; askers only ask segments of their own group. Every older
- * reader refuses a layout-3 segment by its `layout` word (at the same
- * offset in every layout), and a layout-3 reader an older one, each naming
+ * reader refuses a layout-4 segment by its `layout` word (at the same
+ * offset in every layout), and a layout-4 reader an older one, each naming
  * it a segment of another version: nothing is misread. */
 #ifndef CUDAPOOL_SHIM_LIVE_LAYOUT_H
 #define CUDAPOOL_SHIM_LIVE_LAYOUT_H
@@ -63,13 +89,15 @@
 #define CP_LIVE_DIR "/dev/shm"
 #define CP_LIVE_PREFIX "cudapool."
 #define CP_LIVE_MAGIC "cplive"
-#define CP_LIVE_LAYOUT 3u
+#define CP_LIVE_LAYOUT 4u
 #define CP_LIVE_GROUP_MAX 64 /* CP_OPTION_NAME_MAX of common/options.h */
 #define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/state/device.h */
+#define CP_LIVE_EXTRA_MAX 65536
+#define CP_LIVE_PATH_MAX 4096 /* CP_OPTION_PATH_MAX of common/options.h */
 #define CP_LIVE_KEY_MAX 48 /* CP_BUDGET_KEY_MAX of common/budget_layout.h */
 #define CP_LIVE_COMMAND_MAX 128
 
-/* Layout 3: one device of the process, by its device number (above). */
+/* Layout 4: one device of the process, by its device number (above). */
 typedef struct cp_live_device {
   char key[CP_LIVE_KEY_MAX];       /* the device key, NUL-terminated; valid once key_set */
   _Atomic uint32_t key_set;        /* 1: the process has a pool on this device */
@@ -102,6 +130,17 @@ typedef struct cp_live_segment {
   cudapool_stats_t devices[CP_LIVE_DEVICES];
   uint64_t releasable[CP_LIVE_DEVICES]; /* of devices[i], under seq */
   char group[CP_LIVE_GROUP_MAX];
+  uint32_t unused_layout2[4]; /* layout 2's give-back words: now in dev[] */
+  /* Layout 3: the report's extras (under seq) and the snapshot request (above). */
+  char extra_text[CP_LIVE_EXTRA_MAX];
+  char extra_json[CP_LIVE_EXTRA_MAX];
+  _Atomic uint32_t snap_request;  /* askers: the pattern first, then += 1, then request += 1 and wake */
+  _Atomic uint32_t snap_answered; /* publisher: the snapshot request it last answered */
+  int32_t snap_error;             /* 0, or the errno of the last snapshot request */
+  int32_t reserved1;
+  char snap_pattern[CP_LIVE_PATH_MAX]; /* asker: the absolute file name, %p allowed */
+  char snap_written[CP_LIVE_PATH_MAX]; /* publisher: the file written (%p replaced) */
+  /* Layout 4: the command and the devices (above). */
   char command[CP_LIVE_COMMAND_MAX];
   cp_live_device_t dev[CP_LIVE_DEVICES];
 } cp_live_segment_t;

@@ -163,6 +163,11 @@ static const cp_option_desc_t cp_option_table[] = {
      "a whole number of milliseconds from 0 to 60000",
      "out of device memory, ask the other cudapool processes (needs CUDAPOOL_LIVE) to give their idle cache "
      "back and wait at most this many ms for their answers; 0 = off"},
+    {"CUDAPOOL_NVTX_REGIONS", CP_OPT_BOOL, offsetof(cp_options_t, nvtx_regions), "1",
+     DEFAULT_IS("1: NVTX ranges are regions"), "1/true/on/yes or 0/false/off/no",
+     "1 = the program's NVTX ranges (nvtxRangePush/Pop, Start/End) are regions in the report, as "
+     "cudapool_push_tag's are, when no NVIDIA tool is attached (cudapool names itself in "
+     "NVTX_INJECTION64_PATH)"},
     {"CUDAPOOL_COOP_INTERVAL", CP_OPT_MS, offsetof(cp_options_t, coop_interval_ms), "100", DEFAULT_IS("100 ms"),
      "a whole number of milliseconds from 0 to 60000",
      "asked by other cudapool processes to give back (CUDAPOOL_COOP_WAIT), empty a device's cache at most "

@@ -189,6 +189,20 @@ void cp_report_json_process(FILE *out, const cudapool_stats_t *devs, int ndevs, 
   fflush(out);
 }
 
+void cp_report_json_members(FILE *out, const cudapool_stats_t *devs, int ndevs, const char *members) {
+  if (out == NULL) return;
+  if (devs == NULL || ndevs < 0) ndevs = 0;
+  fputs("{\"version\":\"" CP_VERSION_TEXT "\",\"devices\":[", out);
+  for (int i = 0; i < ndevs; i++) {
+    if (i > 0) fputc(',', out);
+    json_device(out, &devs[i]);
+  }
+  fputc(']', out);
+  if (members != NULL) fputs(members, out);
+  fputs("}\n", out);
+  fflush(out);
+}
+
 void cp_report_json(FILE *out, const cudapool_stats_t *devs, int ndevs) {
   cp_report_json_process(out, devs, ndevs, NULL);
 }

@@ -65,6 +65,9 @@ typedef struct cp_report_process {
  * Strings are JSON-escaped: control characters, quotes and backslashes as
  * escapes, bytes from 0x7f up as \u00XX. proc NULL is cp_report_json. */
 void cp_report_json_process(FILE *out, const cudapool_stats_t *devs, int ndevs, const cp_report_process_t *proc);
+/* cp_report_json with `members` (JSON members, each starting with ',', as
+ * the live stats carry them) before the object's closing brace. */
+void cp_report_json_members(FILE *out, const cudapool_stats_t *devs, int ndevs, const char *members);
 /* At exit, text: one line per device whose blocks the program never freed,
  *   "cudapool: device 0: 3 blocks, 1.50 MiB still allocated at exit (never freed by the program)"
  * and nothing when every block was freed. */

@@ -116,6 +116,13 @@ int cudapool_version(void);
  * cannot read this header (python/cudapool): "version=V;gauges NAME ...;
  * counters NAME ...;snapshot NAME ...", the three lists above in order. */
 const char *cudapool_stats_layout(void);
+/* Open a region named name on the calling thread (regions nest, per
+ * thread): the exit report and `cudapool stats PID` show, per region, the
+ * most bytes allocated while it was open, and the bytes and allocations
+ * made in it. The name is copied (63 bytes kept). EINVAL: NULL or "". */
+int cudapool_push_tag(const char *name);
+/* Close the calling thread's innermost region. EINVAL: none is open. */
+int cudapool_pop_tag(void);
 
 #ifdef __cplusplus
 }

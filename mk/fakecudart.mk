@@ -32,6 +32,7 @@ PROGS_LINK := -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR
 PROG_CFLAGS_ptds := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 PROG_CFLAGS_ptsz_threads := -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 PROG_CFLAGS_sites := -rdynamic
+PROG_CFLAGS_live_extras := -rdynamic
 # PROG_LINK_<name> replaces PROGS_LINK for one program. reload is linked to
 # no libcudart: it reaches the runtime only through a plugin it dlopens from
 # its own folder (tests/programs/runtime/plugin/).

@@ -21,7 +21,7 @@ import re
 from . import _layout
 
 __all__ = ["is_loaded", "version", "stats", "empty_cache", "set_limit", "reset_peak",
-           "memory_summary", "parse_size", "NotLoadedError"]
+           "memory_summary", "parse_size", "NotLoadedError", "push_tag", "pop_tag", "tag"]
 __version__ = "0.1.0"
 
 
@@ -132,6 +132,59 @@ def stats(device=0):
     reserved = max(s.reserved_bytes.peak, 0) if "reserved_bytes" in lists["GAUGES"] else 0
     out["utilization"] = round(alloc / reserved, 4) if reserved else 0.0
     return out
+
+
+def _tag_calls(lib):
+    if not hasattr(lib, "cudapool_push_tag"):
+        raise RuntimeError("the loaded libcudapool.so (%s) has no regions: cudapool_push_tag is missing"
+                           % version())
+    lib.cudapool_push_tag.argtypes = [ctypes.c_char_p]
+    lib.cudapool_push_tag.restype = ctypes.c_int
+    lib.cudapool_pop_tag.argtypes = []
+    lib.cudapool_pop_tag.restype = ctypes.c_int
+    return lib
+
+
+def push_tag(name):
+    """Open region `name` (str or bytes) on this thread; regions nest. The
+    exit report and `cudapool stats PID` show per region the most bytes
+    allocated while it was open and the bytes allocated in it."""
+    lib = _tag_calls(_need())
+    if isinstance(name, str):
+        name = name.encode("utf-8")
+    if not isinstance(name, bytes):
+        raise TypeError("a region's name is a str or bytes, not %r" % (name,))
+    if b"\0" in name:
+        raise ValueError("a region's name holds no NUL byte: %r" % (name,))
+    _check(lib.cudapool_push_tag(name), "cudapool_push_tag(%r)" % (name,))
+
+
+def pop_tag():
+    """Close this thread's innermost region (OSError EINVAL when none is open)."""
+    lib = _tag_calls(_need())
+    _check(lib.cudapool_pop_tag(), "cudapool_pop_tag()")
+
+
+class tag(object):
+    """`with cudapool.tag("forward"):` opens region "forward" for the block.
+    Without cudapool in the process it does nothing, so that it can stay in
+    code that also runs without it."""
+
+    def __init__(self, name):
+        self.name = name
+        self._pushed = False
+
+    def __enter__(self):
+        if is_loaded():
+            push_tag(self.name)
+            self._pushed = True
+        return self
+
+    def __exit__(self, *exc):
+        if self._pushed:
+            self._pushed = False
+            pop_tag()
+        return False
 
 
 def empty_cache(device=-1):

@@ -1,5 +1,6 @@
-"""Reads a cudapool snapshot (the JSON the shim writes on OOM, on a signal or
-at exit; version 1) into a Recording of one moment.
+"""Reads a cudapool snapshot (the JSON the shim writes on OOM, on a signal,
+on request (`cudapool snapshot PID`) or at exit; version 1) into a Recording
+of one moment.
 
 Owns the snapshot's schema check: every field the viewer uses is checked for
 presence and type, and the first one wrong stops the read with an InputError
@@ -13,7 +14,7 @@ import json
 
 from .recording import InputError, Recording
 
-REASONS = ("oom", "signal", "exit")
+REASONS = ("oom", "signal", "exit", "request")
 STATES = ("allocated", "free", "pending")
 
 

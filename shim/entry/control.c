@@ -9,6 +9,7 @@
 #include "state/device.h"
 #include "state/nvtx.h"
 #include "state/outputs.h"
+#include "state/regions.h"
 #include "backend/real.h"
 #include "report.h"
 #include "serve/serve.h"
@@ -141,3 +142,10 @@ CP_EXPORT int cudapool_print_stats(FILE *out, const char *format) {
   cp_print_report(out, f, false);
   return 0;
 }
+
+CP_EXPORT int cudapool_push_tag(const char *name) {
+  cp_options_start();
+  return cp_regions_push(name);
+}
+
+CP_EXPORT int cudapool_pop_tag(void) { return cp_regions_pop(); }

@@ -16,6 +16,7 @@
 #include "state/shared_limit.h"
 #include "state/shim.h"
 #include "state/snapshot.h"
+#include "state/regions.h"
 #include "state/stacks.h"
 #include "serve/stream_order.h"
 #include "parse.h"
@@ -292,6 +293,7 @@ alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_
     if (verdict != CP_SERVED) return verdict;
   }
   if (__builtin_expect(cp_stacks_on, 0)) record_site(*out, size);
+  if (__builtin_expect(atomic_load_explicit(&cp_regions_on, memory_order_relaxed), 0)) cp_regions_served(*out, size);
   return CP_SERVED;
 }
 
@@ -341,6 +343,7 @@ static __attribute__((noinline)) int free_in_every_pool(uintptr_t p, uint64_t st
  * rules allow; a stream-ordered free is reusable at once on its stream. */
 static inline int free_in_pools(uintptr_t p, uint64_t stream, unsigned flags) {
   if (__builtin_expect(cp_stacks_on, 0)) cp_stacks_freeing(p);
+  if (__builtin_expect(atomic_load_explicit(&cp_regions_on, memory_order_relaxed), 0)) cp_regions_freeing(p);
   /* One device with a pool (nearly every program): no walk. */
   cp_device_t *sole = cp_sole_device_with_pool();
   return sole ? free_in_device_pool(sole, p, stream, flags) : free_in_every_pool(p, stream, flags);

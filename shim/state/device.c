@@ -8,6 +8,7 @@
 #include "state/capture.h"
 #include "state/nvtx.h"
 #include "state/shared_limit.h"
+#include "state/regions.h"
 #include "state/stacks.h"
 #include "backend/real.h"
 #include "state/shim.h"
@@ -153,6 +154,33 @@ static void forget_site(void *ctx, const cp_walk_block_t *b) {
   if (b->state == CP_WALK_ALLOCATED) cp_stacks_freeing(b->addr);
 }
 
+/* The blocks in use a reset dropped, for the regions' live bytes: gathered
+ * under the arena's lock, given to regions.c after it (the regions lock
+ * comes before the arena's: regions.h). */
+typedef struct dropped {
+  uintptr_t *addr;
+  size_t n, cap;
+} dropped_t;
+
+static void gather_dropped(void *ctx, const cp_walk_block_t *b) {
+  dropped_t *d = ctx;
+  if (b->state != CP_WALK_ALLOCATED) return;
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 64;
+    uintptr_t *grown = realloc(d->addr, cap * sizeof *grown);
+    if (!grown) return; /* its bytes stay counted live: a record lost, not a block */
+    d->addr = grown, d->cap = cap;
+  }
+  d->addr[d->n++] = b->addr;
+}
+
+static void forget_regions(cp_pool_t *pool) {
+  dropped_t d = {0};
+  cp_walk(pool, &(cp_walker_t){.block = gather_dropped, .ctx = &d});
+  for (size_t i = 0; i < d.n; i++) cp_regions_freeing(d.addr[i]);
+  free(d.addr);
+}
+
 void cp_device_reset(cp_device_t *dev) {
   pthread_mutex_lock(&dev->lock);
   cp_pool_t *pool = atomic_exchange(&dev->pool, NULL);
@@ -169,6 +197,7 @@ void cp_device_reset(cp_device_t *dev) {
   pthread_mutex_unlock(&dev->lock);
   cp_order_reset(&dev->order);
   if (pool && cp_stacks_on) cp_walk(pool, &(cp_walker_t){.block = forget_site});
+  if (pool && atomic_load(&cp_regions_on)) forget_regions(pool);
   if (pool) {
     cp_pool_retire(pool);
     /* Its memory went with the context, and its frees are no-ops now. */

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -37,9 +38,11 @@
 #include "live_layout.h"
 #include "state/outputs.h"
 #include "state/shim.h"
+#include "state/snapshot.h"
 #include "threads.h"
 
 _Static_assert(CP_LIVE_DEVICES == CP_MAX_DEVICES, "the segment holds every device");
+_Static_assert(CP_LIVE_PATH_MAX == CP_OPTION_PATH_MAX, "a snapshot's file name as the options' paths");
 
 static cp_live_segment_t *_Atomic seg;
 static char seg_path[96];
@@ -56,9 +59,44 @@ static void futex_wake_all(_Atomic uint32_t *word) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* What write() prints, into dst (NUL-terminated): whole when it fits;
+ * else text is cut at a line's end with a line saying so, and JSON is
+ * replaced by a member saying so (half an object would not parse). */
+static void fill_extra(char *dst, size_t cap, void (*write)(FILE *), bool json) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  dst[0] = '\0';
+  if (!m) return;
+  write(m);
+  if (fclose(m) != 0 || !buf) {
+    free(buf);
+    return;
+  }
+  static const char cut_line[] = "cudapool: (cut here: the exit report has the rest)\n";
+  if (len < cap) {
+    memcpy(dst, buf, len + 1);
+  } else if (json) {
+    snprintf(dst, cap, ",\"extra_cut\":true");
+  } else {
+    size_t keep = cap - sizeof cut_line;
+    while (keep > 0 && buf[keep - 1] != '\n') keep--;
+    memcpy(dst, buf, keep);
+    memcpy(dst + keep, cut_line, sizeof cut_line);
+  }
+  free(buf);
+}
+
 /* Also called by the thread that makes a segment, before the publisher
- * knows it: nothing here is shared between calls. */
-static void publish(cp_live_segment_t *to) {
+ * knows it, without extras (the program's own thread, in its first CUDA
+ * call): nothing here is shared between calls but the extras' buffers,
+ * which only the publisher uses. */
+static void publish(cp_live_segment_t *to, bool extras) {
+  static char extra_text[CP_LIVE_EXTRA_MAX], extra_json[CP_LIVE_EXTRA_MAX];
+  if (extras) {
+    fill_extra(extra_text, sizeof extra_text, cp_report_extra_text, false);
+    fill_extra(extra_json, sizeof extra_json, cp_report_extra_json, true);
+  }
   cudapool_stats_t devs[CP_LIVE_DEVICES];
   char header[sizeof to->header];
   uint64_t releasable[CP_LIVE_DEVICES];
@@ -79,6 +117,10 @@ static void publish(cp_live_segment_t *to) {
   memcpy(to->devices, devs, (size_t)n * sizeof *devs);
   memcpy(to->releasable, releasable, (size_t)n * sizeof *releasable);
   to->published_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  if (extras) {
+    memcpy(to->extra_text, extra_text, strlen(extra_text) + 1);
+    memcpy(to->extra_json, extra_json, strlen(extra_json) + 1);
+  }
   atomic_store_explicit(&to->seq, s + 2, memory_order_release);
 }
 
@@ -98,15 +140,28 @@ static void give_back(cp_live_segment_t *s, uint32_t *gave) {
   }
 }
 
+/* A snapshot request: written before the counters are published (and so
+ * before `answered`, which the asker waits for). The pattern is the
+ * asker's, copied out first: it may write it again meanwhile. */
+static void snapshot(cp_live_segment_t *s, uint32_t snap) {
+  char pattern[CP_LIVE_PATH_MAX], written[CP_LIVE_PATH_MAX] = "";
+  memcpy(pattern, s->snap_pattern, sizeof pattern);
+  pattern[sizeof pattern - 1] = '\0';
+  int err = cp_snapshot_on_request(pattern, written, sizeof written);
+  memcpy(s->snap_written, written, sizeof written);
+  s->snap_error = err;
+  atomic_store_explicit(&s->snap_answered, snap, memory_order_release);
+}
+
 static void *publisher(void *unused) {
   (void)unused;
   cp_live_segment_t *s = NULL;
-  uint32_t seen = 0, gave[CP_LIVE_DEVICES] = {0};
+  uint32_t seen = 0, snapped = 0, gave[CP_LIVE_DEVICES] = {0};
   for (;;) {
     cp_live_segment_t *now = atomic_load_explicit(&seg, memory_order_acquire);
     if (now != s) {
       s = now; /* a new segment (a failed exec): its requests count from 0 */
-      seen = 0;
+      seen = snapped = 0;
       memset(gave, 0, sizeof gave);
     }
     uint32_t asked = atomic_load_explicit(&s->request, memory_order_acquire);
@@ -116,7 +171,10 @@ static void *publisher(void *unused) {
     }
     /* An asker moves give_request before request: seen here. */
     give_back(s, gave);
-    publish(s);
+    uint32_t snap = atomic_load_explicit(&s->snap_request, memory_order_acquire);
+    if (snap != snapped) snapshot(s, snap);
+    snapped = snap;
+    publish(s, true);
     seen = asked;
     atomic_store_explicit(&s->answered, asked, memory_order_release);
     futex_wake_all(&s->answered);
@@ -184,7 +242,7 @@ static int make_segment(cp_live_segment_t **out) {
   read_command(s->command, sizeof s->command);
   for (int d = 0; d < CP_LIVE_DEVICES; d++)
     if (atomic_load_explicit(&key_known[d], memory_order_acquire)) set_key(s, d);
-  publish(s);
+  publish(s, false);
   /* The layout last, released: a reader that sees it sees the rest. */
   atomic_store_explicit(&s->layout, CP_LIVE_LAYOUT, memory_order_release);
   *out = s;

@@ -52,5 +52,10 @@ void cp_print_report(FILE *out, cp_format_t format, bool at_end);
 /* Its header line, "process N, version V, mode M, limit L" (init.c; the
  * live stats show the same). */
 void cp_report_header_now(char *buf, size_t cap);
+/* What the report adds after the counters (init.c; the live stats show the
+ * same): call sites (CUDAPOOL_STACKS), then regions; text lines, or JSON
+ * members each starting with ','. Nothing when neither was recorded. */
+void cp_report_extra_text(FILE *out);
+void cp_report_extra_json(FILE *out);
 
 #endif

@@ -100,10 +100,9 @@ char *cp_snapshot_text(const char *reason, size_t *len) {
   return text;
 }
 
-/* Writes a snapshot to pattern (outfile.h rules); the file written into
- * path, or NULL after one warning naming `variable`. */
-static const char *write_snapshot(const char *reason, const char *variable, const char *pattern, char *path,
-                                  size_t cap) {
+/* Writes a snapshot to pattern (outfile.h rules), the file written into
+ * path: 0 or an errno. */
+static int write_file(const char *reason, const char *pattern, char *path, size_t cap) {
   size_t len = 0;
   char *text = cp_snapshot_text(reason, &len);
   int err = ENOMEM;
@@ -114,6 +113,13 @@ static const char *write_snapshot(const char *reason, const char *variable, cons
     if (!err) err = cerr;
   }
   free(text);
+  return err;
+}
+
+/* write_file, or NULL after one warning naming `variable`. */
+static const char *write_snapshot(const char *reason, const char *variable, const char *pattern, char *path,
+                                  size_t cap) {
+  int err = write_file(reason, pattern, path, cap);
   if (!err) return path;
   const char *rule = cp_outfile_rule(err);
   fprintf(stderr, "cudapool: warning: %s=\"", variable);
@@ -134,4 +140,9 @@ const char *cp_snapshot_on_signal(unsigned n, char *path, size_t cap) {
   char pattern[CP_OPTION_PATH_MAX + 16];
   snprintf(pattern, sizeof pattern, "%s.%u", cp_opts.oom_snapshot, n);
   return write_snapshot("signal", "CUDAPOOL_OOM_SNAPSHOT", pattern, path, cap);
+}
+
+int cp_snapshot_on_request(const char *pattern, char *path, size_t cap) {
+  if (pattern[0] != '/') return EINVAL;
+  return write_file("request", pattern, path, cap);
 }

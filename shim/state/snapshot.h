@@ -23,6 +23,11 @@ const char *cp_snapshot_after_oom(void);
  * into the CUDAPOOL_OOM_SNAPSHOT file with ".N" appended; the file written
  * into path, or NULL after one warning. From snapshot_signal.c's thread. */
 const char *cp_snapshot_on_signal(unsigned n, char *path, size_t cap);
+/* A snapshot `cudapool snapshot PID` asked for (reason "request"), into
+ * pattern (an absolute name, %p allowed; else EINVAL), by the rules of
+ * outfile.h; the file written into path. 0 or an errno, and nothing
+ * printed: the asker reports it. From the live stats thread (live.c). */
+int cp_snapshot_on_request(const char *pattern, char *path, size_t cap);
 /* The snapshot's JSON text, with reason ("oom", "signal", "exit"), into a
  * malloc'd string (*len its length); NULL when out of memory. */
 char *cp_snapshot_text(const char *reason, size_t *len);

@@ -10,6 +10,7 @@ Run by tests/python/run (scripts/run-tests reads its closing line).
 """
 
 import ctypes
+import errno
 import json
 import os
 import subprocess
@@ -122,7 +123,9 @@ class NotLoaded(Child):
                                ("empty_cache", lambda: cudapool.empty_cache()),
                                ("set_limit", lambda: cudapool.set_limit("8G")),
                                ("reset_peak", lambda: cudapool.reset_peak()),
-                               ("memory_summary", lambda: cudapool.memory_summary())):
+                               ("memory_summary", lambda: cudapool.memory_summary()),
+                               ("push_tag", lambda: cudapool.push_tag("x")),
+                               ("pop_tag", lambda: cudapool.pop_tag())):
                 try:
                     call()
                     errs[name] = None
@@ -136,6 +139,14 @@ class NotLoaded(Child):
             self.assertIsNotNone(msg, name)
             self.assertIn("LD_PRELOAD", msg, name)
             self.assertIn("python -m cudapool", msg, name)
+
+    def test_tag_without_preload_does_nothing(self):
+        r = self.result("""
+            with cudapool.tag("forward") as t:
+                inside = True
+            out(inside=inside, pushed=t._pushed)
+        """, preload=False)
+        self.assertEqual(r, {"inside": True, "pushed": False})
 
     def test_this_process_is_not_preloaded(self):
         if "libcudapool" in os.environ.get("LD_PRELOAD", ""):
@@ -208,6 +219,52 @@ class Loaded(Child):
         self.assertEqual(r["rc"], 0)
         self.assertEqual(len(r["report"]["devices"]), 1)
         self.assertEqual(s, r["report"]["devices"][0])
+
+    def test_regions_through_tag_and_push_pop_with_exact_figures(self):
+        # As tests/integration/runtime/regions.c: 1 MiB live before the first
+        # tag; "forward" { 2 MiB; "attention" { 3 MiB, freed }; 512 KiB };
+        # "attention" { 1 MiB }.
+        r = self.result("""
+            w = malloc(1 << 20)
+            with cudapool.tag("forward"):
+                a = malloc(2 << 20)
+                with cudapool.tag("attention"):
+                    free(malloc(3 << 20))
+                c = malloc(1 << 19)
+            cudapool.push_tag(b"attention"); d = malloc(1 << 20); cudapool.pop_tag()
+            try:
+                cudapool.pop_tag(); err = None
+            except OSError as e:
+                err = e.errno
+            libc = ctypes.CDLL("libc.so.6")
+            libc.fopen.restype = ctypes.c_void_p
+            libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            libc.fclose.argtypes = [ctypes.c_void_p]
+            g.cudapool_print_stats.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+            path = "/tmp/cudapool-pytest-regions-%d.json" % os.getpid()
+            f = libc.fopen(path.encode(), b"w")
+            rc = g.cudapool_print_stats(f, b"json"); libc.fclose(f)
+            with open(path) as fh: report = json.load(fh)
+            os.unlink(path)
+            out(err=err, rc=rc, regions=report["regions"])
+        """)
+        self.assertEqual(r["err"], errno.EINVAL)
+        self.assertEqual(r["rc"], 0)
+        self.assertEqual(r["regions"], [
+            {"name": "forward", "peak_bytes": 6 * MiB, "allocated_bytes": 5 * MiB + MiB // 2, "allocations": 3,
+             "entries": 1, "open": 0},
+            {"name": "attention", "peak_bytes": 6 * MiB, "allocated_bytes": 4 * MiB, "allocations": 2,
+             "entries": 2, "open": 0}])
+
+    def test_tag_refuses_a_name_that_is_no_string(self):
+        r = self.result("""
+            try:
+                cudapool.push_tag(3); what = None
+            except TypeError as e:
+                what = str(e)
+            out(what=what)
+        """)
+        self.assertEqual(r["what"], "a region's name is a str or bytes, not 3")
 
     def test_empty_cache_releases_reserved_bytes(self):
         r = self.result("""

@@ -246,7 +246,7 @@ class Malformed(Files):
     def test_snapshot_wrong_types_and_values(self):
         cases = [
             (("version",), 2, "version: cannot read version 2 (this viewer reads version 1)"),
-            (("reason",), "crash", "reason: expected one of oom/signal/exit, got 'crash'"),
+            (("reason",), "crash", "reason: expected one of oom/signal/exit/request, got 'crash'"),
             (("devices", 0, "segments", 0, "address"), "7f00", "devices[0].segments[0].address: expected a hex "
              "address like \"0x7f0000000000\", got '7f00'"),
             (("devices", 0, "segments", 0, "blocks", 0, "state"), "busy",

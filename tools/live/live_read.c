@@ -117,6 +117,8 @@ void lr_copy(const lr_proc_t *p, lr_snapshot_t *out) {
     out->published_ns = s->published_ns;
     memcpy(out->devices, s->devices, (size_t)out->ndevices * sizeof *out->devices);
     memcpy(out->releasable, s->releasable, (size_t)out->ndevices * sizeof *out->releasable);
+    memcpy(out->extra_text, s->extra_text, sizeof out->extra_text);
+    memcpy(out->extra_json, s->extra_json, sizeof out->extra_json);
     /* A release read-modify-write (adding 0): no load above moves below it. */
     if (atomic_fetch_add_explicit((_Atomic uint64_t *)&s->seq, 0, memory_order_acq_rel) == before) break;
   }
@@ -141,4 +143,19 @@ void lr_copy(const lr_proc_t *p, lr_snapshot_t *out) {
     c->limited = atomic_load_explicit(&dv->limited, memory_order_relaxed);
     c->given = atomic_load_explicit(&dv->given, memory_order_relaxed);
   }
+  out->extra_text[sizeof out->extra_text - 1] = '\0';
+  out->extra_json[sizeof out->extra_json - 1] = '\0';
+}
+
+uint32_t lr_ask_snapshot(lr_proc_t *p, const char *file) {
+  snprintf(p->seg->snap_pattern, sizeof p->seg->snap_pattern, "%s", file);
+  uint32_t asked = atomic_fetch_add_explicit(&p->seg->snap_request, 1, memory_order_acq_rel) + 1;
+  lr_ask(p);
+  return asked;
+}
+
+int lr_snapshot_result(const lr_proc_t *p, uint32_t asked, char *path, size_t cap) {
+  if (atomic_load_explicit(&p->seg->snap_answered, memory_order_acquire) != asked) return -1;
+  snprintf(path, cap, "%.*s", (int)sizeof p->seg->snap_written - 1, p->seg->snap_written);
+  return p->seg->snap_error;
 }

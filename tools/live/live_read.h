@@ -37,6 +37,10 @@ typedef struct lr_snapshot {
   char group[CP_LIVE_GROUP_MAX];
   char command[CP_LIVE_COMMAND_MAX];
   lr_coop_t coop[CP_LIVE_DEVICES]; /* by the process's device number */
+  /* What the report adds after the counters (regions, call sites), as the
+   * publisher wrote them: text lines, and JSON members each starting with ','. */
+  char extra_text[CP_LIVE_EXTRA_MAX];
+  char extra_json[CP_LIVE_EXTRA_MAX];
 } lr_snapshot_t;
 
 enum lr_status {
@@ -61,6 +65,12 @@ void lr_ask(lr_proc_t *p);
 bool lr_wait(lr_proc_t *p, uint64_t deadline_ns);
 /* Copy the last answer out. */
 void lr_copy(const lr_proc_t *p, lr_snapshot_t *out);
+/* Ask the process to write a snapshot to `file` (an absolute name), then
+ * for fresh counters (lr_ask); the request's number, for lr_snapshot_result. */
+uint32_t lr_ask_snapshot(lr_proc_t *p, const char *file);
+/* After lr_wait answered: 0 and the file written in path, or the errno the
+ * process met; -1 when another asker's request was answered instead. */
+int lr_snapshot_result(const lr_proc_t *p, uint32_t asked, char *path, size_t cap);
 /* Whether the process the segment names still runs (same start time). */
 bool lr_alive(const lr_proc_t *p);
 uint64_t lr_monotonic_ns(void);

@@ -5,12 +5,17 @@
  *   cudapool-stats --top [--interval SEC] [--iterations N] [--timeout SEC] [--group NAME]
  *   cudapool-stats --all [--timeout SEC] [--group NAME]
  *   cudapool-stats [PID] --prometheus [--timeout SEC]
+ *   cudapool-stats --snapshot PID -o FILE [--timeout SEC]
  *
  * Owns the command line and the output: the exit report's own table and
  * JSON (common/report.c), so the names and the layout are the exit report's,
  * followed by the current values (now.c; --top adds the rates between two
- * refreshes), or the Prometheus text (prometheus.c); --all, and the top of
- * each --top refresh, the table of every process per device (overview.c).
+ * refreshes), or the Prometheus text (prometheus.c); the regions and call
+ * sites the process adds (text, or JSON members) after the table. With
+ * --snapshot it asks the process to write its memory snapshot to FILE
+ * (made absolute here: the process has another working directory) and
+ * says where it went. --all, and the top of each --top refresh: the
+ * table of every process per device (overview.c).
  * Exit status: 0 done; 1 no live stats for that process (the message says
  * why); 2 a usage error; 3 the process did not answer in time (stopped, or
  * busy in a long allocation): its last answer was printed. `--top` removes
@@ -30,6 +35,7 @@
 #include <unistd.h>
 
 #include "live_read.h"
+#include "outfile.h"
 #include "now.h"
 #include "overview.h"
 #include "prometheus.h"
@@ -43,6 +49,7 @@ static const char usage[] =
     "       " PROG " --top [--interval SEC] [--iterations N] [--timeout SEC] [--group NAME]\n"
     "       " PROG " --all [--timeout SEC] [--group NAME]\n"
     "       " PROG " [PID] --prometheus [--timeout SEC]\n"
+    "       " PROG " --snapshot PID -o FILE [--timeout SEC]\n"
     "Prints the pool counters of a running process under cudapool, as its exit report\n"
     "would at this moment, without stopping it (--top: every such process of this user,\n"
     "refreshed). The process publishes them through /dev/shm when asked (CUDAPOOL_LIVE=1,\n"
@@ -53,6 +60,10 @@ static const char usage[] =
     "  --timeout SEC     how long to wait for the process to answer (default 2)\n"
     "  --top             every process, again every --interval SEC (default 1)\n"
     "  --iterations N    stop after N refreshes (default: until interrupted)\n"
+    "  --snapshot PID -o FILE\n"
+    "                    the process writes a snapshot of every segment and block\n"
+    "                    to FILE (%p = its pid; the rules of its other output files),\n"
+    "                    which `cudapool view` opens\n"
     "  --all             every process of this user on each GPU, once: pid, command,\n"
     "                    allocated, reserved, cached, releasable, what it asked of its\n"
     "                    peers and got, how often it was asked and gave back, and the\n"
@@ -63,7 +74,8 @@ static const char usage[] =
 
 typedef struct cli {
   long pid;
-  bool json, top, prometheus, all;
+  bool json, top, prometheus, snapshot, all;
+  const char *output;
   const char *group; /* --group: only this CUDAPOOL_SHARED_NAME; NULL = every process */
   double timeout, interval;
   long iterations;
@@ -93,6 +105,8 @@ static int parse(int argc, char **argv, cli_t *c) {
       {"timeout", required_argument, NULL, 'T'},
       {"interval", required_argument, NULL, 'i'},
       {"iterations", required_argument, NULL, 'n'},
+      {"snapshot", no_argument, NULL, 'S'},
+      {"output", required_argument, NULL, 'o'},
       {"all", no_argument, NULL, 'a'},
       {"group", required_argument, NULL, 'g'},
       {"help", no_argument, NULL, 'h'},
@@ -102,12 +116,17 @@ static int parse(int argc, char **argv, cli_t *c) {
   opterr = 0;
   int o;
   char *end;
-  while ((o = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, ":ho:", lo, NULL)) != -1) {
     switch (o) {
       case 'h': fputs(usage, stdout); exit(0);
       case 'j': c->json = true; break;
       case 't': c->top = true; break;
       case 'p': c->prometheus = true; break;
+      case 'S': c->snapshot = true; break;
+      case 'o':
+        if (!optarg[0]) return usage_error("%s", "-o needs a file name");
+        c->output = optarg;
+        break;
       case 'a': c->all = true; break;
       case 'g':
         if (strlen(optarg) >= CP_LIVE_GROUP_MAX) return usage_error("--group: '%s' is longer than 63 bytes", optarg);
@@ -138,9 +157,14 @@ static int parse(int argc, char **argv, cli_t *c) {
     if (*end || end == argv[i] || errno == ERANGE || c->pid <= 0 || c->pid > INT_MAX)
       return usage_error("'%s' is not a process id", argv[i]);
   }
+  if (c->snapshot && (c->top || c->json || c->prometheus))
+    return usage_error("%s", "--snapshot is its own request: not with --top, --json or --prometheus");
+  if (c->snapshot && c->pid < 0) return usage_error("%s", "--snapshot needs a process id");
+  if (c->snapshot && !c->output) return usage_error("%s", "--snapshot needs -o FILE");
+  if (c->output && !c->snapshot) return usage_error("%s", "-o is for --snapshot");
   if (c->prometheus && (c->top || c->json))
     return usage_error("%s", "--prometheus is its own output: not with --top or --json");
-  if (c->all && (c->top || c->json || c->prometheus))
+  if (c->all && (c->top || c->json || c->prometheus || c->snapshot))
     return usage_error("%s", "--all is its own output: not with --top, --json or --prometheus");
   if (c->group && !c->top && !c->all) return usage_error("%s", "--group is for --all and --top");
   if (!c->top && !c->all && !c->prometheus && c->pid < 0) return usage_error("%s", "no process id given");
@@ -150,15 +174,31 @@ static int parse(int argc, char **argv, cli_t *c) {
 
 static uint64_t deadline(double sec) { return lr_monotonic_ns() + (uint64_t)(sec * 1e9); }
 
+/* The process's regions and call sites, line by line, each escaped as the
+ * header is (the names are the program's). */
+static void print_extra(const char *text) {
+  static char line[4 * 1024 + 1];
+  while (*text) {
+    const char *nl = strchr(text, '\n');
+    size_t len = nl ? (size_t)(nl - text) : strlen(text);
+    char raw[1024];
+    snprintf(raw, sizeof raw, "%.*s", (int)(len < sizeof raw ? len : sizeof raw - 1), text);
+    lv_escape(raw, line, sizeof line);
+    puts(line);
+    text += len + (nl != NULL);
+  }
+}
+
 /* The report of s; in text, the current values after it (rates too when
  * prev, an earlier answer of the same process, is given). */
 static void print(const lr_snapshot_t *s, bool json, const lr_snapshot_t *prev) {
   char header[4 * sizeof s->header + 1];
   lv_escape(s->header, header, sizeof header);
   if (json) {
-    cp_report_json(stdout, s->devices, s->ndevices);
+    cp_report_json_members(stdout, s->devices, s->ndevices, s->extra_json);
   } else {
     cp_report_text(stdout, s->devices, s->ndevices, header);
+    print_extra(s->extra_text);
     lv_print_now(stdout, s, prev);
   }
 }
@@ -173,10 +213,11 @@ static double age_s(const lr_snapshot_t *s) {
   return age > 0 ? age : 0;
 }
 
-static int one(const cli_t *c) {
+/* Opens c->pid's segment: 0, or 1 after saying why not. */
+static int open_one(const cli_t *c, lr_proc_t *out) {
   lr_proc_t p;
   switch (lr_open(c->pid, &p)) {
-    case LR_OK: break;
+    case LR_OK: *out = p; return 0;
     case LR_STALE:
       fprintf(stderr, PROG ": process %ld has ended (its live stats file %s is stale)\n", c->pid, p.path);
       return 1;
@@ -199,6 +240,11 @@ static int one(const cli_t *c) {
               c->pid);
       return 1;
   }
+}
+
+static int one(const cli_t *c) {
+  lr_proc_t p;
+  if (open_one(c, &p) != 0) return 1;
   static lr_snapshot_t snap;
   lr_ask(&p);
   bool answered = lr_wait(&p, deadline(c->timeout));
@@ -218,6 +264,40 @@ static int one(const cli_t *c) {
 
 /* Segments of another cudapool version the last gather skipped. */
 static size_t other_versions;
+
+/* --snapshot: the process writes it (from its live stats thread); a name
+ * relative to this working directory is made absolute first. */
+static int snapshot(const cli_t *c) {
+  char file[CP_LIVE_PATH_MAX], cwd[CP_LIVE_PATH_MAX];
+  int n = c->output[0] == '/' ? snprintf(file, sizeof file, "%s", c->output)
+          : getcwd(cwd, sizeof cwd)  ? snprintf(file, sizeof file, "%s/%s", cwd, c->output)
+                                     : -1;
+  if (n < 0 || (size_t)n >= sizeof file) return usage_error("-o: '%s' is too long a name once absolute", c->output);
+  lr_proc_t p;
+  if (open_one(c, &p) != 0) return 1;
+  uint32_t asked = lr_ask_snapshot(&p, file);
+  bool answered = lr_wait(&p, deadline(c->timeout));
+  char written[CP_LIVE_PATH_MAX], shown[4 * CP_LIVE_PATH_MAX + 1];
+  int err = answered ? lr_snapshot_result(&p, asked, written, sizeof written) : 0;
+  lr_close(&p);
+  if (!answered) {
+    fprintf(stderr, PROG ": process %ld did not answer within %g s (stopped?): no snapshot\n", c->pid, c->timeout);
+    return 3;
+  }
+  if (err < 0) {
+    fprintf(stderr, PROG ": process %ld answered another snapshot request made at the same time: ask again\n",
+            c->pid);
+    return 1;
+  }
+  lv_escape(err ? file : written, shown, sizeof shown);
+  if (err) {
+    const char *rule = cp_outfile_rule(err);
+    fprintf(stderr, PROG ": process %ld could not write %s: %s\n", c->pid, shown, rule ? rule : strerror(err));
+    return 1;
+  }
+  printf("cudapool: snapshot of process %ld written to %s\n", c->pid, shown);
+  return 0;
+}
 
 /* Every segment of this user, once: asked together, then waited for. */
 static size_t gather(const cli_t *c, long *pids, lr_snapshot_t *snaps) {
@@ -333,6 +413,7 @@ int main(int argc, char **argv) {
   cli_t c;
   int rc = parse(argc, argv, &c);
   if (rc != 0) return rc;
+  if (c.snapshot) return snapshot(&c);
   if (c.prometheus && c.pid < 0) return prometheus_all(&c);
   if (c.all) return all(&c);
   return c.top ? top(&c) : one(&c);

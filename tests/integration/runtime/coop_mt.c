@@ -232,3 +232,26 @@ Test(coop, stats_all_shows_every_process_per_device_with_its_budget) {
   it_free(&f);
   it_free(&s);
 }
+
+/* The issue's scenario in 1 GiB blocks: the first process frees three, the
+ * second asks for three; the second's second block is the one refused. */
+Test(coop, blocks_of_one_gib_all_come_back) {
+  it_result n = {0}, off = {0}, on = {0};
+  it_run_ok(&n, IT_NATIVE, IT_ARGS("FAKECUDA_MEMORY=4G", shared_env), "coop", IT_ARGS("chunks"));
+  cr_assert(eq(long, it_val(&n, "take", "got", -1), 3), "%s\n%s", n.out, n.err);
+  cr_assert(eq(long, it_val(&n, "take", "ok", -1), 1));
+  unlink(shared);
+  it_run_ok(&off, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=0"), "coop", IT_ARGS("chunks"));
+  cr_assert(eq(long, it_val(&off, "take", "got", -1), 1), "%s\n%s", off.out, off.err);
+  cr_assert(eq(long, it_val(&off, "take", "ok", -1), 0));
+  unlink(shared);
+  it_run_ok(&on, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000"), "coop", IT_ARGS("chunks"));
+  cr_assert(eq(long, it_val(&on, "take", "got", -1), 3), "%s\n%s", on.out, on.err);
+  cr_assert(eq(long, it_val(&on, "take", "ok", -1), 1));
+  cr_assert(eq(str, (char *)on.err,
+               "cudapool: out of memory on device 0 avoided: asked 1.00 GiB; asked 1 other cudapool processes to "
+               "give back: 1 answered, 3.00 GiB came back\n"));
+  it_free(&n);
+  it_free(&off);
+  it_free(&on);
+}

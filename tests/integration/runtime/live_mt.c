@@ -308,7 +308,7 @@ Test(live, a_segment_of_another_version_is_refused_by_name) {
   unlink(path);
   snprintf(want, sizeof want,
            "cudapool-stats: process %ld runs another version of cudapool (live stats layout 2; this reader reads "
-           "layout 3): use the cudapool-stats of that version\nstatus=1\n",
+           "layout 4): use the cudapool-stats of that version\nstatus=1\n",
            (long)getpid());
   cr_assert(eq(str, (char *)out, want));
   it_free(&r);

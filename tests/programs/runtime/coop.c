@@ -13,6 +13,12 @@
  *                     on device 1, and the hog then prints what it still
  *                     holds on each ("pool: held0= held1=", the fake's live
  *                     bytes: a request names its device, coop.h)
+ *   coop chunks       as "pair" in 1 GiB blocks (the issue's "100 x 1 GiB"
+ *                     on a 141 GB card): the hog allocates as many as fit
+ *                     in 3/4 of free memory, frees them all and idles; this
+ *                     process asks for as many and prints "take: ok= got=
+ *                     of=", then "info: ms= slowest_ms=" (the slowest
+ *                     allocation holds the give-back round trip)
  *   coop flood N      runs `coop hog R W work` as its child, takes what the hog
  *                     freed (one give-back round), lets the hog go on
  *                     working (allocating and freeing 256 MiB in a loop),
@@ -29,9 +35,10 @@
  *                     both run; prints "reader: status=", the pids
  *                     ("pids: me= hog=") and the commands the overview
  *                     should show ("mecmd: ...", "hogcmd: ...")
- *   coop hog R W [both|work]
+ *   coop hog R W [both|work|chunks]
  *                     (the child) 3/4 of the device's free memory
- *                     allocated and freed (on devices 0 and 1 with "both"),
+ *                     allocated and freed (on devices 0 and 1 with "both";
+ *                     in 1 GiB blocks with "chunks"),
  *                     then its size written to fd W, then waits until fd R
  *                     closes (with "work": until a byte comes on R, then
  *                     works until R closes, and prints "work: failed=")
@@ -55,6 +62,15 @@
 #include "live_layout.h"
 #include "progs.h"
 
+#define GiB ((size_t)1 << 30)
+#define MAX_CHUNKS 1024
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 /* Allocates and frees 256 MiB until fd r closes; the failures. */
 static long work(int r) {
   long failed = 0;
@@ -72,15 +88,23 @@ static long work(int r) {
   }
 }
 
-static int hog(int rfd, int wfd, bool both, bool working) {
-  void *p;
+static int hog(int rfd, int wfd, bool both, bool working, bool chunks) {
+  void *p[MAX_CHUNKS];
   size_t free_bytes, total;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 1;
   size_t size = free_bytes / 4 * 3 / (2 * MiB) * (2 * MiB);
+  size_t n = 1;
+  if (chunks) {
+    n = size / GiB;
+    if (n == 0 || n > MAX_CHUNKS) return 1;
+    size = n * GiB;
+  }
   for (int dev = both ? 1 : 0; dev >= 0; dev--) {
     if (both && cudaSetDevice(dev) != cudaSuccess) return 1;
-    if (cudaMalloc(&p, size) != cudaSuccess) return 1;
-    if (cudaFree(p) != cudaSuccess) return 1;
+    for (size_t i = 0; i < n; i++)
+      if (cudaMalloc(&p[i], size / n) != cudaSuccess) return 1;
+    for (size_t i = 0; i < n; i++)
+      if (cudaFree(p[i]) != cudaSuccess) return 1;
   }
   if (write(wfd, &size, sizeof size) != (ssize_t)sizeof size) return 1;
   char c;
@@ -122,19 +146,41 @@ static pid_t start_hog(const char *how, int *to, size_t *size) {
   return got == (ssize_t)sizeof *size ? child : -1;
 }
 
-static int pair(bool stop, bool devices) {
+/* Asks for size in 1 GiB blocks; the slowest one waited for the peers. */
+static void take_chunks(size_t size) {
+  static void *p[MAX_CHUNKS];
+  int n = (int)(size / GiB), got = 0;
+  double start = now_ms(), slowest = 0;
+  while (got < n) {
+    double t = now_ms();
+    cudaError_t err = cudaMalloc(&p[got], GiB);
+    if (now_ms() - t > slowest) slowest = now_ms() - t;
+    if (err != cudaSuccess) break;
+    got++;
+  }
+  double total = now_ms() - start;
+  printf("take: ok=%d got=%d of=%d\n", got == n, got, n);
+  printf("info: ms=%.1f slowest_ms=%.1f\n", total, slowest);
+  while (got > 0) cudaFree(p[--got]);
+}
+
+static int pair(bool stop, bool devices, bool chunks) {
   int to;
   size_t size;
-  pid_t child = start_hog(devices ? "both" : NULL, &to, &size);
+  pid_t child = start_hog(devices ? "both" : chunks ? "chunks" : NULL, &to, &size);
   if (child < 0) return 1;
   int st;
   if (stop && (kill(child, SIGSTOP) != 0 || waitpid(child, &st, WUNTRACED) != child || !WIFSTOPPED(st)))
     return 1;
-  void *p = NULL;
-  if (devices && cudaSetDevice(1) != cudaSuccess) return 1;
-  cudaError_t err = cudaMalloc(&p, size);
-  printf("take: ok=%d\n", err == cudaSuccess);
-  if (err == cudaSuccess) cudaFree(p);
+  if (chunks) {
+    take_chunks(size);
+  } else {
+    void *p = NULL;
+    if (devices && cudaSetDevice(1) != cudaSuccess) return 1;
+    cudaError_t err = cudaMalloc(&p, size);
+    printf("take: ok=%d\n", err == cudaSuccess);
+    if (err == cudaSuccess) cudaFree(p);
+  }
   if (stop) kill(child, SIGCONT);
   close(to);
   if (waitpid(child, &st, 0) != child) return 1;
@@ -256,13 +302,16 @@ static int flood(long n) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *how = argc > 2 ? argv[2] : "";
-  if (strcmp(mode, "pair") == 0) return pair(strcmp(how, "stop") == 0, strcmp(how, "devices") == 0);
+  if (strcmp(mode, "pair") == 0) return pair(strcmp(how, "stop") == 0, strcmp(how, "devices") == 0, false);
+  if (strcmp(mode, "chunks") == 0) return pair(false, false, true);
   if (strcmp(mode, "flood") == 0 && argc > 2) return flood(atol(argv[2]));
   if (strcmp(mode, "all") == 0 && argc > 3) return all(argv[2], argv[3]);
   if (strcmp(mode, "hog") == 0 && argc > 3) {
     const char *extra = argc > 4 ? argv[4] : "";
-    return hog(atoi(argv[2]), atoi(argv[3]), strcmp(extra, "both") == 0, strcmp(extra, "work") == 0);
+    return hog(atoi(argv[2]), atoi(argv[3]), strcmp(extra, "both") == 0, strcmp(extra, "work") == 0,
+               strcmp(extra, "chunks") == 0);
   }
-  fprintf(stderr, "usage: coop pair [stop|devices] | coop flood N | coop all READER OUT | coop hog R W [both|work]\n");
+  fprintf(stderr, "usage: coop pair [stop|devices] | coop chunks | coop flood N | coop all READER OUT | "
+                  "coop hog R W [both|work|chunks]\n");
   return 2;
 }
