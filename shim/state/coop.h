@@ -5,11 +5,11 @@
  * Rules:
  *   - on only with CUDAPOOL_COOP_WAIT > 0 and this process's live segment
  *     (CUDAPOOL_LIVE): the request travels through the peers' segments
- *     (common/live_layout.h, layout 3);
+ *     (common/live_layout.h, layout 4);
  *   - peers are this user's live segments in CP_LIVE_DIR of the same
  *     CUDAPOOL_SHARED_NAME ("" matches ""), other than this process's;
  *     a file is used only when it is a regular file of this user, at least
- *     a layout-3 segment long (checked on the descriptor before mapping,
+ *     a layout-4 segment long (checked on the descriptor before mapping,
  *     and only that much is mapped), with the magic, layout, stats size,
  *     the pid its name says, alive, with the start time it says: a
  *     truncated, forged or foreign file is skipped, never waited on;

@@ -21,7 +21,7 @@ typedef struct lr_proc {
   uint32_t layout;        /* LR_OTHER_VERSION: the segment's layout word */
 } lr_proc_t;
 
-/* A device's cooperation words (live_layout.h, layout 3), as read. */
+/* A device's cooperation words (live_layout.h, layout 4), as read. */
 typedef struct lr_coop {
   char key[CP_LIVE_KEY_MAX]; /* "" while the process has no pool on it */
   uint64_t asks, got, asked, rounds, limited, given;

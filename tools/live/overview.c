@@ -1,6 +1,6 @@
 /* overview.c: the per-device table of every process (see overview.h).
  *
- * A device is known by its key (common/live_layout.h, layout 3): the
+ * A device is known by its key (common/live_layout.h, layout 4): the
  * process wrote it when it made its pool there. A pool without a key (a
  * segment made again after a failed exec, before the key was noted) is
  * shown under "dev" and the process's own device number, as the shim names
