@@ -43,7 +43,37 @@
  *     rules, stores the file written in `snap_written` and 0 or an errno in
  *     `snap_error`, then the snapshot request it answered in
  *     `snap_answered`, all before `answered`. One asker at a time: two at
- *     once may both get the later one's file, which `snap_written` shows. */
+ *     once may both get the later one's file, which `snap_written` shows.
+ *
+ * Layout 4 (issue 26, items 4 and 5) moved the give-back words into
+ * `dev[]`, so that a request names the device it is for,
+ * and keeps the cooperation counters that `cudapool top` shows:
+ *   - `dev[D]` is this process's device number D: `key` (the device key of
+ *     common/budget_layout.h, the same whatever CUDA_VISIBLE_DEVICES makes
+ *     its number) is written once, when the process makes its pool there,
+ *     before `key_set` is stored 1 (release);
+ *   - a process out of memory on a device (the asker) finds the peer's
+ *     `dev[P]` with its own key (a peer without it has no pool there and is
+ *     not asked), adds 1 to its `give_request`, then 1 to `request`, and
+ *     wakes `request`; the publisher thread, woken, answers every device
+ *     whose `give_request` moved: it empties that device's pool only (at
+ *     most one round per device per CUDAPOOL_COOP_INTERVAL ms; a request
+ *     within it is answered at once with 0 bytes, "nothing more"), stores
+ *     the bytes that went back in `give_released`, then the request it
+ *     answered in `give_answered`, and wakes it;
+ *   - the counters (`asks`, `got`, `asked`, `rounds`, `limited`, `given`)
+ *     only grow, each written by one side (asks and got by the process's
+ *     askers, the rest by its publisher), read without the seqlock;
+ *   - `releasable[i]` (under the seqlock, as `devices[i]`) is the bytes in
+ *     segments of devices[i]'s pool with no block in use at the answer
+ *     (cp_releasable_bytes: what a give-back round would release);
+ *   - `command` is the process's command line (arguments joined by blanks,
+ *     cut at CP_LIVE_COMMAND_MAX - 1 bytes), written before `layout`.
+ * `group` is the process's CUDAPOOL_SHARED_NAME ("" = none),
+ * NUL-terminated; askers only ask segments of their own group. Every older
+ * reader refuses a layout-4 segment by its `layout` word (at the same
+ * offset in every layout), and a layout-4 reader an older one, each naming
+ * it a segment of another version: nothing is misread. */
 #ifndef CUDAPOOL_SHIM_LIVE_LAYOUT_H
 #define CUDAPOOL_SHIM_LIVE_LAYOUT_H
 
@@ -59,11 +89,30 @@
 #define CP_LIVE_DIR "/dev/shm"
 #define CP_LIVE_PREFIX "cudapool."
 #define CP_LIVE_MAGIC "cplive"
-#define CP_LIVE_LAYOUT 3u
+#define CP_LIVE_LAYOUT 4u
 #define CP_LIVE_GROUP_MAX 64 /* CP_OPTION_NAME_MAX of common/options.h */
 #define CP_LIVE_DEVICES 64 /* CP_MAX_DEVICES of shim/state/device.h */
 #define CP_LIVE_EXTRA_MAX 65536
 #define CP_LIVE_PATH_MAX 4096 /* CP_OPTION_PATH_MAX of common/options.h */
+#define CP_LIVE_KEY_MAX 48 /* CP_BUDGET_KEY_MAX of common/budget_layout.h */
+#define CP_LIVE_COMMAND_MAX 128
+
+/* Layout 4: one device of the process, by its device number (above). */
+typedef struct cp_live_device {
+  char key[CP_LIVE_KEY_MAX];       /* the device key, NUL-terminated; valid once key_set */
+  _Atomic uint32_t key_set;        /* 1: the process has a pool on this device */
+  _Atomic uint32_t give_request;   /* askers: += 1, then request += 1 and wake request */
+  _Atomic uint32_t give_answered;  /* publisher: the give request it last answered, then wake */
+  uint32_t reserved0;
+  _Atomic uint64_t give_released;  /* bytes its last answer released */
+  _Atomic uint64_t asks;           /* times this process asked its peers, out of memory here */
+  _Atomic uint64_t got;            /* bytes their answers said came back */
+  _Atomic uint64_t asked;          /* give requests peers made of this process */
+  _Atomic uint64_t rounds;         /* empty-cache rounds it ran for them */
+  _Atomic uint64_t limited;        /* of the requests, those answered 0 without a round */
+  _Atomic uint64_t given;          /* bytes its rounds gave back */
+  uint64_t reserved1[4];
+} cp_live_device_t;
 
 typedef struct cp_live_segment {
   char magic[8];             /* CP_LIVE_MAGIC */
@@ -79,11 +128,9 @@ typedef struct cp_live_segment {
   int32_t reserved0;
   char header[160]; /* the exit report's header line: "process N, version V, mode M, limit L" */
   cudapool_stats_t devices[CP_LIVE_DEVICES];
-  /* Layout 2: the give-back request (above). */
+  uint64_t releasable[CP_LIVE_DEVICES]; /* of devices[i], under seq */
   char group[CP_LIVE_GROUP_MAX];
-  _Atomic uint32_t give_request;  /* askers: += 1, then request += 1 and wake request */
-  _Atomic uint32_t give_answered; /* publisher: the give request it last answered, then wake */
-  _Atomic uint64_t give_released; /* bytes its last answer released */
+  uint32_t unused_layout2[4]; /* layout 2's give-back words: now in dev[] */
   /* Layout 3: the report's extras (under seq) and the snapshot request (above). */
   char extra_text[CP_LIVE_EXTRA_MAX];
   char extra_json[CP_LIVE_EXTRA_MAX];
@@ -93,6 +140,9 @@ typedef struct cp_live_segment {
   int32_t reserved1;
   char snap_pattern[CP_LIVE_PATH_MAX]; /* asker: the absolute file name, %p allowed */
   char snap_written[CP_LIVE_PATH_MAX]; /* publisher: the file written (%p replaced) */
+  /* Layout 4: the command and the devices (above). */
+  char command[CP_LIVE_COMMAND_MAX];
+  cp_live_device_t dev[CP_LIVE_DEVICES];
 } cp_live_segment_t;
 
 /* Field 22 of /proc/PID/stat, the process's start time in clock ticks

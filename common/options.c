@@ -168,6 +168,10 @@ static const cp_option_desc_t cp_option_table[] = {
      "1 = the program's NVTX ranges (nvtxRangePush/Pop, Start/End) are regions in the report, as "
      "cudapool_push_tag's are, when no NVIDIA tool is attached (cudapool names itself in "
      "NVTX_INJECTION64_PATH)"},
+    {"CUDAPOOL_COOP_INTERVAL", CP_OPT_MS, offsetof(cp_options_t, coop_interval_ms), "100", DEFAULT_IS("100 ms"),
+     "a whole number of milliseconds from 0 to 60000",
+     "asked by other cudapool processes to give back (CUDAPOOL_COOP_WAIT), empty a device's cache at most "
+     "once per this many ms; a request within it is answered at once with 0 bytes; 0 = every request"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])

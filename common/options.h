@@ -71,6 +71,7 @@ typedef struct cp_options {
   cp_size_opt_t shared_limit; /* CUDAPOOL_SHARED_LIMIT: bytes per device for the group, or N%; 0 = none */
   unsigned coop_wait_ms; /* CUDAPOOL_COOP_WAIT: ms an out-of-memory waits for peers; 0 = no cooperation */
   bool nvtx_regions;     /* CUDAPOOL_NVTX_REGIONS: the program's NVTX ranges as regions */
+  unsigned coop_interval_ms; /* CUDAPOOL_COOP_INTERVAL: ms between two give-back rounds per device; 0 = none */
 } cp_options_t;
 
 #define CP_STACKS_DEFAULT_DEPTH 16 /* CUDAPOOL_STACKS=1 */

@@ -186,6 +186,11 @@ void cp_synced_stream(cp_pool_t *pool, const cp_mark_t *mark, uint64_t stream, b
 /* Make pending blocks ready (barrier, else wait for fences), then release
  * every whole free segment. Returns the bytes released. */
 size_t cp_empty_cache(cp_pool_t *pool);
+/* Bytes in segments that hold no block in use (each free or pending): what
+ * cp_empty_cache gives back once the device has finished the work the
+ * pending ones wait for. Takes every arena's lock in turn (for `cudapool
+ * top`, not a hot path). */
+size_t cp_releasable_bytes(cp_pool_t *pool);
 /* Release whole free segments, oldest first, until cached bytes <= target. */
 size_t cp_trim(cp_pool_t *pool, size_t target_cached);
 /* Change the limit (CP_NO_LIMIT = none); trims free segments to fit. */

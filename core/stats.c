@@ -65,6 +65,22 @@ void cp_get_stats(cp_pool_t *main, cudapool_stats_t *out) {
   out->device = main->device;
 }
 
+size_t cp_releasable_bytes(cp_pool_t *main) {
+  size_t bytes = 0;
+  cp_for_each_arena(pool, main) {
+    pthread_mutex_lock(&pool->lock);
+    /* Blocks in thread caches are the arena's free blocks, not yet merged. */
+    cp_tcaches_flush_all(pool);
+    for (cp_segment_t *seg = pool->oldest; seg; seg = seg->newer) {
+      bool used = false;
+      for (const cp_block_t *b = seg->first; b && !used; b = b->next) used = b->state == CP_BLOCK_ACTIVE;
+      if (!used) bytes += seg->expandable ? seg->mapped_bytes : seg->size;
+    }
+    pthread_mutex_unlock(&pool->lock);
+  }
+  return bytes;
+}
+
 void cp_reset_peak(cp_pool_t *main) {
   cp_for_each_arena(pool, main) {
     pthread_mutex_lock(&pool->lock);

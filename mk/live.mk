@@ -6,7 +6,7 @@ LIVE_SRCS := $(wildcard tools/live/*.c)
 LIVE_OBJS := $(LIVE_SRCS:%.c=$(BUILD)/%.o)
 LIVE_BIN  := $(BUILD)/cudapool-stats
 
-$(BUILD)/tools/live/%.o: tools/live/%.c $(wildcard tools/live/*.h) common/live_layout.h common/report.h \
+$(BUILD)/tools/live/%.o: tools/live/%.c $(wildcard tools/live/*.h) common/live_layout.h common/budget_layout.h common/report.h \
                          include/cudapool.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Icommon -Itools/live -c $< -o $@

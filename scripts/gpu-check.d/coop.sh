@@ -5,6 +5,10 @@
 # asks for as much): natively (must succeed), under the shim with
 # CUDAPOOL_COOP_WAIT=0 (must fail: the child's cache holds the memory) and
 # with cooperation on (must succeed, with the "avoided" line on stderr).
+# Then (issue 26, items 4 and 5): a flood of 300 give-back requests into a
+# working peer with CUDAPOOL_COOP_INTERVAL=60000 (exactly 1 round, 300
+# limited), and `cudapool-stats --all` while the pair runs (a table per GPU
+# with both processes; SKIP when build/cudapool-stats is not built).
 # SKIPs when nvcc cannot build the program.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # OUT, WORK, NVCC, SHIM are setup.sh's
@@ -14,7 +18,7 @@ section_coop() {
   local bin=$WORK/coop_pair group="gpu-check-$$"
   # The shared runtime, as the tests/gpu programs (mk/gpu.mk): the shim
   # serves cudaMalloc at the runtime layer.
-  run "build coop" 120 "$WORK/coop-build.out" "$NVCC" -Iinclude -Itests/support -Itests/programs/runtime \
+  run "build coop" 120 "$WORK/coop-build.out" "$NVCC" -Iinclude -Icommon -Itests/support -Itests/programs/runtime \
     tests/programs/runtime/coop.c -o "$bin" -cudart shared -Xlinker --enable-new-dtags \
     -Xlinker "-rpath=$(dirname "$NVCC")/../lib64" -ldl
   if [ "$rc" != 0 ]; then
@@ -47,5 +51,27 @@ section_coop() {
     record PASS "coop stopped peer" "the wait ends; 0 answered"
   else
     record FAIL "coop stopped peer" "exit $rc; $(head -c 300 "$WORK/coop-stop.out.err")"
+  fi
+  run "coop flood" 120 "$WORK/coop-flood.out" env LD_PRELOAD="$SHIM" CUDAPOOL_COOP_WAIT=2000 \
+    CUDAPOOL_COOP_INTERVAL=60000 CUDAPOOL_SHARED_NAME="$group" "$bin" flood 300
+  if grep -q '^flood: answered=300 asked=301 rounds=1 limited=300 ' "$WORK/coop-flood.out" &&
+    grep -q '^work: failed=0' "$WORK/coop-flood.out"; then
+    record PASS "coop flood" "$(grep '^flood:' "$WORK/coop-flood.out")"
+  else
+    record FAIL "coop flood" "exit $rc; $(grep -E '^(flood|take|work):' "$WORK/coop-flood.out" | tr '\n' ' ')"
+  fi
+  local reader=build/cudapool-stats
+  if [ ! -x "$reader" ]; then
+    record SKIP "coop stats --all" "$reader is not built (make)"
+    return
+  fi
+  run "coop stats --all" 60 "$WORK/coop-all.out" env LD_PRELOAD="$SHIM" CUDAPOOL_COOP_WAIT=2000 \
+    CUDAPOOL_SHARED_NAME="$group" "$bin" all "$reader" "$WORK/coop-all.txt"
+  cat "$WORK/coop-all.txt" >>"$LOG" 2>/dev/null
+  if grep -q '^reader: status=0' "$WORK/coop-all.out" && grep -q '^device uuid-' "$WORK/coop-all.txt" &&
+    [ "$(grep -c ' GiB .* coop' "$WORK/coop-all.txt")" -ge 2 ]; then
+    record PASS "coop stats --all" "$(grep -c '^device ' "$WORK/coop-all.txt") device table(s), both processes shown"
+  else
+    record FAIL "coop stats --all" "exit $rc; $(head -c 300 "$WORK/coop-all.txt" 2>/dev/null)"
   fi
 }

@@ -10,6 +10,7 @@
 #include "state/capture.h"
 #include "state/coop.h"
 #include "state/entry_stats.h"
+#include "state/live.h"
 #include "state/nvtx.h"
 #include "state/reclaim.h"
 #include "state/shared_limit.h"
@@ -114,6 +115,7 @@ static cp_pool_t *create_pool(cp_device_t *dev) {
   size_t max_cached = resolve_size(&cp_opts.max_cached, total, "CUDAPOOL_MAX_CACHED");
   if (limit) cfg.limit = limit;
   cp_shared_attach(cp_device_id(dev), resolve_size(&cp_opts.shared_limit, total, "CUDAPOOL_SHARED_LIMIT"));
+  cp_live_note_device(cp_device_id(dev)); /* peers may now ask it for this device (coop.h) */
   if (cp_opts.max_cached.bytes || cp_opts.max_cached.percent > 0) cfg.max_cached = max_cached;
   if (cp_opts.max_split) cfg.max_split = (size_t)cp_opts.max_split;
   if (cp_opts.mode == CP_MODE_UNSAFE_IMMEDIATE) cfg.reuse = CP_REUSE_IMMEDIATE;
@@ -240,7 +242,7 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
   bool shared = rc == ENOMEM && cp_shared_refused();
   bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
   if (asked) {
-    cp_coop_ask(&co);
+    cp_coop_ask(cp_device_id(dev), &co);
     /* Tried again once anyone answered, not only when its own answer counted
      * bytes: a peer that emptied its cache for another asker first answers
      * this one with 0, and the memory is free all the same. */

@@ -41,8 +41,8 @@ _Static_assert(CP_LIVE_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUDAP
 
 typedef struct peer {
   cp_live_segment_t *seg;
-  uint32_t ticket; /* the give request this asker made */
-  bool answered;
+  cp_live_device_t *dev; /* the peer's entry for the asker's device */
+  uint32_t ticket;       /* the give request this asker made */
 } peer_t;
 
 bool cp_coop_wanted(void) { return cp_opts.coop_wait_ms > 0 && !cp_opts.disable; }
@@ -83,23 +83,37 @@ static void wake(_Atomic uint32_t *word) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The peer's entry for the device named key, NULL when it has no pool
+ * there (nothing to give). The key is the peer's: read bounded. */
+static cp_live_device_t *peer_device(cp_live_segment_t *s, const char *key) {
+  for (int d = 0; d < CP_LIVE_DEVICES; d++) {
+    cp_live_device_t *dv = &s->dev[d];
+    if (atomic_load_explicit(&dv->key_set, memory_order_acquire) == 1 &&
+        memchr(dv->key, '\0', sizeof dv->key) != NULL && strcmp(dv->key, key) == 0)
+      return dv;
+  }
+  return NULL;
+}
+
 /* Whether p's answer has come; waits for it until deadline at most. */
 static bool wait_answer(peer_t *p, uint64_t deadline) {
   for (;;) {
-    uint32_t got = atomic_load_explicit(&p->seg->give_answered, memory_order_acquire);
+    uint32_t got = atomic_load_explicit(&p->dev->give_answered, memory_order_acquire);
     /* Wrap-safe: an answer to this ticket or a later one. */
     if ((int32_t)(got - p->ticket) >= 0) return true;
     uint64_t now = cp_monotonic_ns();
     if (now >= deadline) return false;
     struct timespec rel = {.tv_sec = (time_t)((deadline - now) / 1000000000u),
                            .tv_nsec = (long)((deadline - now) % 1000000000u)};
-    syscall(SYS_futex, (uint32_t *)&p->seg->give_answered, FUTEX_WAIT, got, &rel, NULL, 0);
+    syscall(SYS_futex, (uint32_t *)&p->dev->give_answered, FUTEX_WAIT, got, &rel, NULL, 0);
   }
 }
 
-void cp_coop_ask(cp_coop_result_t *out) {
+void cp_coop_ask(int device, cp_coop_result_t *out) {
   memset(out, 0, sizeof *out);
-  if (!cp_coop_on()) return;
+  cp_live_device_t *own = cp_live_own_device(device);
+  if (!cp_coop_on() || !own || atomic_load_explicit(&own->key_set, memory_order_acquire) != 1) return;
+  atomic_fetch_add_explicit(&own->asks, 1, memory_order_relaxed);
   uint64_t deadline = cp_monotonic_ns() + (uint64_t)cp_opts.coop_wait_ms * 1000000u;
   char pattern[96];
   snprintf(pattern, sizeof pattern, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.*", (unsigned long)geteuid());
@@ -110,7 +124,12 @@ void cp_coop_ask(cp_coop_result_t *out) {
   for (size_t i = 0; i < g.gl_pathc && n < MAX_PEERS; i++) {
     cp_live_segment_t *s = open_peer(g.gl_pathv[i]);
     if (!s) continue;
-    peers[n] = (peer_t){.seg = s, .ticket = atomic_fetch_add(&s->give_request, 1) + 1};
+    cp_live_device_t *dv = peer_device(s, own->key);
+    if (!dv) {
+      munmap(s, sizeof *s);
+      continue;
+    }
+    peers[n] = (peer_t){.seg = s, .dev = dv, .ticket = atomic_fetch_add(&dv->give_request, 1) + 1};
     /* The publisher sleeps on `request`: moving it is what wakes it. */
     atomic_fetch_add(&s->request, 1);
     wake(&s->request);
@@ -121,22 +140,50 @@ void cp_coop_ask(cp_coop_result_t *out) {
   for (unsigned i = 0; i < n; i++) {
     if (wait_answer(&peers[i], deadline)) {
       out->answered++;
-      out->released += atomic_load_explicit(&peers[i].seg->give_released, memory_order_acquire);
+      out->released += atomic_load_explicit(&peers[i].dev->give_released, memory_order_acquire);
     }
     munmap(peers[i].seg, sizeof(cp_live_segment_t));
   }
+  atomic_fetch_add_explicit(&own->got, out->released, memory_order_relaxed);
 }
 
-uint64_t cp_coop_give_back(void) {
-  uint64_t released = 0;
-  int next = 0;
-  for (cp_device_t *dev; (dev = cp_next_device_with_pool(&next));) {
-    cp_pool_t *pool = cp_device_pool_if_any(dev);
-    /* A cudaFree during a capture in global mode would break it: then
-     * nothing goes back, and the answer says 0. */
-    if (!pool || !cp_capture_none_lock()) continue;
-    released += cp_empty_cache(pool);
-    cp_capture_unlock();
+/* One round for device: its pool's cache emptied; the bytes released. */
+static uint64_t give_back(int device) {
+  cp_device_t *dev = cp_device(device);
+  cp_pool_t *pool = dev ? cp_device_pool_if_any(dev) : NULL;
+  /* A cudaFree during a capture in global mode would break it: then
+   * nothing goes back, and the answer says 0. */
+  if (!pool || !cp_capture_none_lock()) return 0;
+  uint64_t released = cp_empty_cache(pool);
+  cp_capture_unlock();
+  return released;
+}
+
+/* When each device's last round ran (the publisher thread's only). */
+static uint64_t last_round_ns[CP_LIVE_DEVICES];
+static bool had_round[CP_LIVE_DEVICES];
+
+/* Whether a round for device may run now (CUDAPOOL_COOP_INTERVAL); if so,
+ * it is counted as run. */
+static bool round_allowed(int device) {
+  uint64_t now = cp_monotonic_ns();
+  uint64_t interval = (uint64_t)cp_opts.coop_interval_ms * 1000000u;
+  if (interval && had_round[device] && now - last_round_ns[device] < interval) return false;
+  had_round[device] = true;
+  last_round_ns[device] = now;
+  return true;
+}
+
+uint64_t cp_coop_answer(cp_live_device_t *dv, int device, uint32_t requests) {
+  atomic_fetch_add_explicit(&dv->asked, requests, memory_order_relaxed);
+  if (!cp_coop_wanted()) return 0;
+  if (!round_allowed(device)) {
+    /* "Nothing more": the last round gave back all that was idle then. */
+    atomic_fetch_add_explicit(&dv->limited, requests, memory_order_relaxed);
+    return 0;
   }
+  uint64_t released = give_back(device);
+  atomic_fetch_add_explicit(&dv->rounds, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&dv->given, released, memory_order_relaxed);
   return released;
 }

@@ -34,6 +34,7 @@
 
 #include "state/coop.h"
 #include "state/device.h"
+#include "state/device_key.h"
 #include "live_layout.h"
 #include "state/outputs.h"
 #include "state/shim.h"
@@ -45,6 +46,10 @@ _Static_assert(CP_LIVE_PATH_MAX == CP_OPTION_PATH_MAX, "a snapshot's file name a
 
 static cp_live_segment_t *_Atomic seg;
 static char seg_path[96];
+/* The device keys noted so far (cp_live_note_device), for a segment made
+ * again after a failed exec; key_known[d] is stored after keys[d]. */
+static char keys[CP_LIVE_DEVICES][CP_LIVE_KEY_MAX];
+static _Atomic bool key_known[CP_LIVE_DEVICES];
 
 static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, NULL, NULL, 0);
@@ -94,7 +99,13 @@ static void publish(cp_live_segment_t *to, bool extras) {
   }
   cudapool_stats_t devs[CP_LIVE_DEVICES];
   char header[sizeof to->header];
+  uint64_t releasable[CP_LIVE_DEVICES];
   int n = cp_device_stats_all(devs, CP_LIVE_DEVICES);
+  for (int i = 0; i < n; i++) {
+    cp_device_t *dev = devs[i].device >= 0 && devs[i].device < CP_LIVE_DEVICES ? cp_device(devs[i].device) : NULL;
+    cp_pool_t *pool = dev ? cp_device_pool_if_any(dev) : NULL;
+    releasable[i] = pool ? cp_releasable_bytes(pool) : 0;
+  }
   cp_report_header_now(header, sizeof header);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
@@ -104,6 +115,7 @@ static void publish(cp_live_segment_t *to, bool extras) {
   memcpy(to->header, header, sizeof header);
   to->ndevices = n;
   memcpy(to->devices, devs, (size_t)n * sizeof *devs);
+  memcpy(to->releasable, releasable, (size_t)n * sizeof *releasable);
   to->published_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
   if (extras) {
     memcpy(to->extra_text, extra_text, strlen(extra_text) + 1);
@@ -112,14 +124,20 @@ static void publish(cp_live_segment_t *to, bool extras) {
   atomic_store_explicit(&to->seq, s + 2, memory_order_release);
 }
 
-/* A give-back request (coop.h): answered before the counters are
- * published, so that they show what it released. A process whose own
- * cooperation is off gives nothing and says so at once (0 bytes). */
-static void give_back(cp_live_segment_t *s, uint32_t give) {
-  uint64_t released = cp_coop_wanted() ? cp_coop_give_back() : 0;
-  atomic_store_explicit(&s->give_released, released, memory_order_relaxed);
-  atomic_store_explicit(&s->give_answered, give, memory_order_release);
-  futex_wake_all(&s->give_answered);
+/* Every device's give-back requests (coop.h) that came since the last
+ * answer (gave[d]: the last one answered): answered before the counters are
+ * published, so that they show what went back. */
+static void give_back(cp_live_segment_t *s, uint32_t *gave) {
+  for (int d = 0; d < CP_LIVE_DEVICES; d++) {
+    cp_live_device_t *dv = &s->dev[d];
+    uint32_t give = atomic_load_explicit(&dv->give_request, memory_order_acquire);
+    if (give == gave[d]) continue;
+    uint64_t released = cp_coop_answer(dv, d, give - gave[d]);
+    gave[d] = give;
+    atomic_store_explicit(&dv->give_released, released, memory_order_relaxed);
+    atomic_store_explicit(&dv->give_answered, give, memory_order_release);
+    futex_wake_all(&dv->give_answered);
+  }
 }
 
 /* A snapshot request: written before the counters are published (and so
@@ -138,12 +156,13 @@ static void snapshot(cp_live_segment_t *s, uint32_t snap) {
 static void *publisher(void *unused) {
   (void)unused;
   cp_live_segment_t *s = NULL;
-  uint32_t seen = 0, gave = 0, snapped = 0;
+  uint32_t seen = 0, snapped = 0, gave[CP_LIVE_DEVICES] = {0};
   for (;;) {
     cp_live_segment_t *now = atomic_load_explicit(&seg, memory_order_acquire);
     if (now != s) {
       s = now; /* a new segment (a failed exec): its requests count from 0 */
-      seen = gave = snapped = 0;
+      seen = snapped = 0;
+      memset(gave, 0, sizeof gave);
     }
     uint32_t asked = atomic_load_explicit(&s->request, memory_order_acquire);
     if (asked == seen) {
@@ -151,9 +170,7 @@ static void *publisher(void *unused) {
       continue;
     }
     /* An asker moves give_request before request: seen here. */
-    uint32_t give = atomic_load_explicit(&s->give_request, memory_order_acquire);
-    if (give != gave) give_back(s, give);
-    gave = give;
+    give_back(s, gave);
     uint32_t snap = atomic_load_explicit(&s->snap_request, memory_order_acquire);
     if (snap != snapped) snapshot(s, snap);
     snapped = snap;
@@ -180,6 +197,27 @@ static int create_file(void) {
   return fd < 0 ? -errno : fd;
 }
 
+/* The command line, its arguments joined by blanks ("" when unreadable). */
+static void read_command(char *out, size_t cap) {
+  out[0] = '\0';
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, out, cap - 1);
+  close(fd);
+  if (n <= 0) n = 0;
+  while (n > 0 && out[n - 1] == '\0') n--;
+  for (ssize_t i = 0; i < n; i++)
+    if (out[i] == '\0') out[i] = ' ';
+  out[n] = '\0';
+}
+
+static void set_key(cp_live_segment_t *s, int device) {
+  cp_live_device_t *dv = &s->dev[device];
+  if (atomic_load_explicit(&dv->key_set, memory_order_acquire)) return;
+  memcpy(dv->key, keys[device], sizeof dv->key);
+  atomic_store_explicit(&dv->key_set, 1, memory_order_release);
+}
+
 /* A new segment, published once, at *out; 0 or an errno. */
 static int make_segment(cp_live_segment_t **out) {
   snprintf(seg_path, sizeof seg_path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
@@ -201,6 +239,9 @@ static int make_segment(cp_live_segment_t **out) {
   s->pid = (int64_t)getpid();
   s->start_time = cp_live_start_time((long)getpid());
   snprintf(s->group, sizeof s->group, "%s", cp_opts.shared_name);
+  read_command(s->command, sizeof s->command);
+  for (int d = 0; d < CP_LIVE_DEVICES; d++)
+    if (atomic_load_explicit(&key_known[d], memory_order_acquire)) set_key(s, d);
   publish(s, false);
   /* The layout last, released: a reader that sees it sees the rest. */
   atomic_store_explicit(&s->layout, CP_LIVE_LAYOUT, memory_order_release);
@@ -239,6 +280,22 @@ void cp_live_start(void) {
 }
 
 bool cp_live_active(void) { return atomic_load(&seg) != NULL; }
+
+void cp_live_note_device(int device) {
+  if (device < 0 || device >= CP_LIVE_DEVICES || atomic_load_explicit(&key_known[device], memory_order_acquire))
+    return;
+  /* Only the thread that made the device's pool gets here (once per
+   * device), so keys[device] has one writer. */
+  cp_device_key(device, keys[device], sizeof keys[device]);
+  atomic_store_explicit(&key_known[device], true, memory_order_release);
+  cp_live_segment_t *s = atomic_load_explicit(&seg, memory_order_acquire);
+  if (s) set_key(s, device);
+}
+
+cp_live_device_t *cp_live_own_device(int device) {
+  cp_live_segment_t *s = atomic_load_explicit(&seg, memory_order_acquire);
+  return s && device >= 0 && device < CP_LIVE_DEVICES ? &s->dev[device] : NULL;
+}
 
 void cp_live_end(void) {
   cp_live_segment_t *s = atomic_load(&seg);

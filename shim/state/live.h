@@ -27,11 +27,19 @@
 
 #include <stdbool.h>
 
+#include "live_layout.h"
+
 /* At activation: create the segment and start the publisher, as above. */
 void cp_live_start(void);
 /* Whether this process has a segment (and so wants an orderly end on
  * SIGTERM, which removes it). */
 bool cp_live_active(void);
+/* At a device's first pool (serve.c): its key (device_key.h) goes into
+ * the segment's dev[device], so that peers can ask it for that device. */
+void cp_live_note_device(int device);
+/* This process's own entry for device in its segment (its cooperation
+ * counters and key), NULL without a segment. */
+cp_live_device_t *cp_live_own_device(int device);
 /* At exit or SIGTERM: remove the file. The mapping stays for the
  * publisher's last answer. */
 void cp_live_end(void);

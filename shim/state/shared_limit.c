@@ -31,10 +31,12 @@
 
 #include "budget_layout.h"
 #include "live_layout.h"
+#include "state/device_key.h"
 #include "state/layer.h"
 #include "state/shim.h"
 
 _Static_assert(CP_BUDGET_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUDAPOOL_SHARED_NAME");
+_Static_assert(CP_BUDGET_KEY_MAX == CP_DEVICE_KEY_MAX && CP_LIVE_KEY_MAX == CP_DEVICE_KEY_MAX, "one device key size");
 
 #define CAS_TRIES 65536 /* a count changed under us this often: another writer is hostile */
 
@@ -145,17 +147,6 @@ static unsigned live_slots(const cp_budget_file_t *f) {
 }
 
 /* ---- the file -------------------------------------------------------------------- */
-
-static void key_of(int device, char *key, size_t n) {
-  const cp_api_t *api = cp_api();
-  unsigned char u[16];
-  if (!api || api->device_uuid(device, u) != 0) {
-    snprintf(key, n, "dev%d", device);
-    return;
-  }
-  int at = snprintf(key, n, "uuid-");
-  for (int i = 0; i < 16; i++) at += snprintf(key + at, n - (size_t)at, "%02x", u[i]);
-}
 
 static bool header_ok(const cp_budget_file_t *f, const char *key) {
   return memcmp(f->magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC) == 0 && f->layout == CP_BUDGET_LAYOUT &&
@@ -290,7 +281,7 @@ void cp_shared_attach(int device, uint64_t limit) {
   if (!my_start) my_start = cp_live_start_time((long)getpid());
   d->limit = limit;
   char key[CP_BUDGET_KEY_MAX];
-  key_of(device, key, sizeof key);
+  cp_device_key(device, key, sizeof key);
   snprintf(d->path, sizeof d->path, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.%s%s%s", (unsigned long)geteuid(), key,
            cp_opts.shared_name[0] ? "." : "", cp_opts.shared_name);
   const char *why = "every slot taken by a live process";

@@ -49,6 +49,13 @@ enum lr_status lr_open_path(const char *path, lr_proc_t *p) {
   if (m == MAP_FAILED) return LR_BAD;
   p->seg = m;
   uint32_t layout = atomic_load_explicit(&p->seg->layout, memory_order_acquire);
+  /* Every layout has magic and layout at the same offsets: an older or
+   * newer segment is named as such, never read as this one. */
+  if (layout != CP_LIVE_LAYOUT && layout != 0 && memcmp(p->seg->magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC) == 0) {
+    p->layout = layout;
+    lr_close(p);
+    return LR_OTHER_VERSION;
+  }
   if (layout != CP_LIVE_LAYOUT || memcmp(p->seg->magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC) != 0 ||
       p->seg->stats_size != sizeof(cudapool_stats_t) || p->seg->pid != p->pid) {
     lr_close(p);
@@ -109,12 +116,33 @@ void lr_copy(const lr_proc_t *p, lr_snapshot_t *out) {
     out->ndevices = n < 0 ? 0 : n > CP_LIVE_DEVICES ? CP_LIVE_DEVICES : n;
     out->published_ns = s->published_ns;
     memcpy(out->devices, s->devices, (size_t)out->ndevices * sizeof *out->devices);
+    memcpy(out->releasable, s->releasable, (size_t)out->ndevices * sizeof *out->releasable);
     memcpy(out->extra_text, s->extra_text, sizeof out->extra_text);
     memcpy(out->extra_json, s->extra_json, sizeof out->extra_json);
     /* A release read-modify-write (adding 0): no load above moves below it. */
     if (atomic_fetch_add_explicit((_Atomic uint64_t *)&s->seq, 0, memory_order_acq_rel) == before) break;
   }
   out->header[sizeof out->header - 1] = '\0';
+  /* Written before `layout` and never again: no seqlock needed. */
+  memcpy(out->group, s->group, sizeof out->group);
+  out->group[sizeof out->group - 1] = '\0';
+  memcpy(out->command, s->command, sizeof out->command);
+  out->command[sizeof out->command - 1] = '\0';
+  for (int d = 0; d < CP_LIVE_DEVICES; d++) {
+    cp_live_device_t *dv = (cp_live_device_t *)&s->dev[d];
+    lr_coop_t *c = &out->coop[d];
+    memset(c, 0, sizeof *c);
+    if (atomic_load_explicit(&dv->key_set, memory_order_acquire) == 1) {
+      memcpy(c->key, dv->key, sizeof c->key);
+      c->key[sizeof c->key - 1] = '\0';
+    }
+    c->asks = atomic_load_explicit(&dv->asks, memory_order_relaxed);
+    c->got = atomic_load_explicit(&dv->got, memory_order_relaxed);
+    c->asked = atomic_load_explicit(&dv->asked, memory_order_relaxed);
+    c->rounds = atomic_load_explicit(&dv->rounds, memory_order_relaxed);
+    c->limited = atomic_load_explicit(&dv->limited, memory_order_relaxed);
+    c->given = atomic_load_explicit(&dv->given, memory_order_relaxed);
+  }
   out->extra_text[sizeof out->extra_text - 1] = '\0';
   out->extra_json[sizeof out->extra_json - 1] = '\0';
 }

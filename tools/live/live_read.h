@@ -18,13 +18,25 @@ typedef struct lr_proc {
   long pid;
   cp_live_segment_t *seg; /* mapped read-write: a reader writes `request` */
   uint32_t asked;         /* the request this reader made */
+  uint32_t layout;        /* LR_OTHER_VERSION: the segment's layout word */
 } lr_proc_t;
+
+/* A device's cooperation words (live_layout.h, layout 4), as read. */
+typedef struct lr_coop {
+  char key[CP_LIVE_KEY_MAX]; /* "" while the process has no pool on it */
+  uint64_t asks, got, asked, rounds, limited, given;
+} lr_coop_t;
 
 typedef struct lr_snapshot {
   char header[sizeof(((cp_live_segment_t *)0)->header)];
   int ndevices;
   uint64_t published_ns;
+  bool answered; /* false: the process did not answer in time (the last answer) */
   cudapool_stats_t devices[CP_LIVE_DEVICES];
+  uint64_t releasable[CP_LIVE_DEVICES]; /* of devices[i] */
+  char group[CP_LIVE_GROUP_MAX];
+  char command[CP_LIVE_COMMAND_MAX];
+  lr_coop_t coop[CP_LIVE_DEVICES]; /* by the process's device number */
   /* What the report adds after the counters (regions, call sites), as the
    * publisher wrote them: text lines, and JSON members each starting with ','. */
   char extra_text[CP_LIVE_EXTRA_MAX];
@@ -37,6 +49,7 @@ enum lr_status {
   LR_STALE,     /* a segment whose process is gone */
   LR_BAD,       /* not a segment of this layout */
   LR_NO_ACCESS, /* another user's */
+  LR_OTHER_VERSION, /* a segment of another cudapool version (its layout in p->layout) */
 };
 
 /* Open the segment of pid: CP_LIVE_DIR/cudapool.<euid>.<pid> (LR_NO_ACCESS

@@ -2,7 +2,8 @@
  * (`cudapool stats PID`, `cudapool top`).
  *
  *   cudapool-stats PID [--json] [--timeout SEC]
- *   cudapool-stats --top [--interval SEC] [--iterations N] [--timeout SEC]
+ *   cudapool-stats --top [--interval SEC] [--iterations N] [--timeout SEC] [--group NAME]
+ *   cudapool-stats --all [--timeout SEC] [--group NAME]
  *   cudapool-stats [PID] --prometheus [--timeout SEC]
  *   cudapool-stats --snapshot PID -o FILE [--timeout SEC]
  *
@@ -13,7 +14,8 @@
  * sites the process adds (text, or JSON members) after the table. With
  * --snapshot it asks the process to write its memory snapshot to FILE
  * (made absolute here: the process has another working directory) and
- * says where it went.
+ * says where it went. --all, and the top of each --top refresh: the
+ * table of every process per device (overview.c).
  * Exit status: 0 done; 1 no live stats for that process (the message says
  * why); 2 a usage error; 3 the process did not answer in time (stopped, or
  * busy in a long allocation): its last answer was printed. `--top` removes
@@ -35,6 +37,7 @@
 #include "live_read.h"
 #include "outfile.h"
 #include "now.h"
+#include "overview.h"
 #include "prometheus.h"
 #include "report.h"
 
@@ -43,7 +46,8 @@
 
 static const char usage[] =
     "usage: " PROG " PID [--json] [--timeout SEC]\n"
-    "       " PROG " --top [--interval SEC] [--iterations N] [--timeout SEC]\n"
+    "       " PROG " --top [--interval SEC] [--iterations N] [--timeout SEC] [--group NAME]\n"
+    "       " PROG " --all [--timeout SEC] [--group NAME]\n"
     "       " PROG " [PID] --prometheus [--timeout SEC]\n"
     "       " PROG " --snapshot PID -o FILE [--timeout SEC]\n"
     "Prints the pool counters of a running process under cudapool, as its exit report\n"
@@ -60,13 +64,19 @@ static const char usage[] =
     "                    the process writes a snapshot of every segment and block\n"
     "                    to FILE (%p = its pid; the rules of its other output files),\n"
     "                    which `cudapool view` opens\n"
+    "  --all             every process of this user on each GPU, once: pid, command,\n"
+    "                    allocated, reserved, cached, releasable, what it asked of its\n"
+    "                    peers and got, how often it was asked and gave back, and the\n"
+    "                    shared budget (CUDAPOOL_SHARED_LIMIT); --top shows it too\n"
+    "  --group NAME      --all and --top: only processes of CUDAPOOL_SHARED_NAME=NAME\n"
     "Exit status: 0 done, 1 no live stats for PID, 2 usage error, 3 no answer in time\n"
     "(the last answer is printed).\n";
 
 typedef struct cli {
   long pid;
-  bool json, top, prometheus, snapshot;
+  bool json, top, prometheus, snapshot, all;
   const char *output;
+  const char *group; /* --group: only this CUDAPOOL_SHARED_NAME; NULL = every process */
   double timeout, interval;
   long iterations;
 } cli_t;
@@ -97,6 +107,8 @@ static int parse(int argc, char **argv, cli_t *c) {
       {"iterations", required_argument, NULL, 'n'},
       {"snapshot", no_argument, NULL, 'S'},
       {"output", required_argument, NULL, 'o'},
+      {"all", no_argument, NULL, 'a'},
+      {"group", required_argument, NULL, 'g'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -114,6 +126,11 @@ static int parse(int argc, char **argv, cli_t *c) {
       case 'o':
         if (!optarg[0]) return usage_error("%s", "-o needs a file name");
         c->output = optarg;
+        break;
+      case 'a': c->all = true; break;
+      case 'g':
+        if (strlen(optarg) >= CP_LIVE_GROUP_MAX) return usage_error("--group: '%s' is longer than 63 bytes", optarg);
+        c->group = optarg;
         break;
       case 'T':
       case 'i':
@@ -133,7 +150,7 @@ static int parse(int argc, char **argv, cli_t *c) {
     }
   }
   for (int i = optind; i < argc; i++) {
-    if (c->top || c->pid >= 0) return usage_error("unexpected argument '%s'", argv[i]);
+    if (c->top || c->all || c->pid >= 0) return usage_error("unexpected argument '%s'", argv[i]);
     errno = 0;
     c->pid = strtol(argv[i], &end, 10);
     /* A pid is a positive int (pid_t): a larger number is refused, not clamped. */
@@ -147,27 +164,15 @@ static int parse(int argc, char **argv, cli_t *c) {
   if (c->output && !c->snapshot) return usage_error("%s", "-o is for --snapshot");
   if (c->prometheus && (c->top || c->json))
     return usage_error("%s", "--prometheus is its own output: not with --top or --json");
-  if (!c->top && !c->prometheus && c->pid < 0) return usage_error("%s", "no process id given");
+  if (c->all && (c->top || c->json || c->prometheus || c->snapshot))
+    return usage_error("%s", "--all is its own output: not with --top, --json or --prometheus");
+  if (c->group && !c->top && !c->all) return usage_error("%s", "--group is for --all and --top");
+  if (!c->top && !c->all && !c->prometheus && c->pid < 0) return usage_error("%s", "no process id given");
   if (c->top && c->json) return usage_error("%s", "--json is for one process, not --top");
   return 0;
 }
 
 static uint64_t deadline(double sec) { return lr_monotonic_ns() + (uint64_t)(sec * 1e9); }
-
-/* in, with "\\" and every byte outside printable ASCII as \xNN, into out
- * (4 bytes per input byte at most, so 4 * sizeof header + 1 holds any). */
-static void escape(const char *in, char *out, size_t cap) {
-  size_t n = 0;
-  for (const unsigned char *c = (const unsigned char *)in; *c && n + 5 <= cap; c++) {
-    if (*c == '\\')
-      n += (size_t)snprintf(out + n, cap - n, "\\\\");
-    else if (*c >= 0x20 && *c < 0x7f)
-      out[n++] = (char)*c;
-    else
-      n += (size_t)snprintf(out + n, cap - n, "\\x%02x", *c);
-  }
-  out[n] = '\0';
-}
 
 /* The process's regions and call sites, line by line, each escaped as the
  * header is (the names are the program's). */
@@ -178,7 +183,7 @@ static void print_extra(const char *text) {
     size_t len = nl ? (size_t)(nl - text) : strlen(text);
     char raw[1024];
     snprintf(raw, sizeof raw, "%.*s", (int)(len < sizeof raw ? len : sizeof raw - 1), text);
-    escape(raw, line, sizeof line);
+    lv_escape(raw, line, sizeof line);
     puts(line);
     text += len + (nl != NULL);
   }
@@ -188,7 +193,7 @@ static void print_extra(const char *text) {
  * prev, an earlier answer of the same process, is given). */
 static void print(const lr_snapshot_t *s, bool json, const lr_snapshot_t *prev) {
   char header[4 * sizeof s->header + 1];
-  escape(s->header, header, sizeof header);
+  lv_escape(s->header, header, sizeof header);
   if (json) {
     cp_report_json_members(stdout, s->devices, s->ndevices, s->extra_json);
   } else {
@@ -222,6 +227,12 @@ static int open_one(const cli_t *c, lr_proc_t *out) {
     case LR_BAD:
       fprintf(stderr, PROG ": process %ld: %s is not a live stats file of this version\n", c->pid, p.path);
       return 1;
+    case LR_OTHER_VERSION:
+      fprintf(stderr,
+              PROG ": process %ld runs another version of cudapool (live stats layout %u; this reader reads layout "
+                   "%u): use the cudapool-stats of that version\n",
+              c->pid, p.layout, CP_LIVE_LAYOUT);
+      return 1;
     default:
       fprintf(stderr,
               PROG ": process %ld has no live stats: it is not running under cudapool, has made no CUDA call "
@@ -251,6 +262,9 @@ static int one(const cli_t *c) {
   return 3;
 }
 
+/* Segments of another cudapool version the last gather skipped. */
+static size_t other_versions;
+
 /* --snapshot: the process writes it (from its live stats thread); a name
  * relative to this working directory is made absolute first. */
 static int snapshot(const cli_t *c) {
@@ -275,7 +289,7 @@ static int snapshot(const cli_t *c) {
             c->pid);
     return 1;
   }
-  escape(err ? file : written, shown, sizeof shown);
+  lv_escape(err ? file : written, shown, sizeof shown);
   if (err) {
     const char *rule = cp_outfile_rule(err);
     fprintf(stderr, PROG ": process %ld could not write %s: %s\n", c->pid, shown, rule ? rule : strerror(err));
@@ -292,11 +306,17 @@ static size_t gather(const cli_t *c, long *pids, lr_snapshot_t *snaps) {
   static lr_proc_t procs[MAX_PROCS];
   glob_t g;
   size_t n = 0;
+  other_versions = 0;
   if (glob(pattern, 0, NULL, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc && n < MAX_PROCS; i++) {
       enum lr_status st = lr_open_path(g.gl_pathv[i], &procs[n]);
-      if (st == LR_OK) {
+      if (st == LR_OK && c->group && (memchr(procs[n].seg->group, '\0', sizeof procs[n].seg->group) == NULL ||
+                                      strcmp(procs[n].seg->group, c->group) != 0)) {
+        lr_close(&procs[n]); /* another group's */
+      } else if (st == LR_OK) {
         lr_ask(&procs[n++]);
+      } else if (st == LR_OTHER_VERSION) {
+        other_versions++;
       } else if (st == LR_STALE) {
         lr_close(&procs[n]);
         unlink(g.gl_pathv[i]); /* ours (we could open it read-write) and its process is gone */
@@ -309,6 +329,7 @@ static size_t gather(const cli_t *c, long *pids, lr_snapshot_t *snaps) {
     bool answered = lr_wait(&procs[i], until);
     lr_copy(&procs[i], &snaps[i]);
     pids[i] = procs[i].pid;
+    snaps[i].answered = answered;
     if (!answered) {
       size_t len = strlen(snaps[i].header);
       snprintf(snaps[i].header + len, sizeof snaps[i].header - len, " (not answering: %.0f s old)",
@@ -332,6 +353,10 @@ static void refresh(const cli_t *c, bool clear) {
   char when[32];
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
   printf("cudapool top: %zu process%s at %s (every %g s)\n", n, n == 1 ? "" : "es", when, c->interval);
+  if (n > 0) {
+    fputc('\n', stdout);
+    lv_print_overview(stdout, pids, snaps, n, c->group);
+  }
   for (size_t i = 0; i < n; i++) {
     const lr_snapshot_t *prev = NULL;
     for (size_t k = 0; k < prev_n && prev == NULL; k++)
@@ -343,6 +368,22 @@ static void refresh(const cli_t *c, bool clear) {
   memcpy(prev_pids, pids, n * sizeof pids[0]);
   memcpy(prev_snaps, snaps, n * sizeof snaps[0]);
   prev_n = n;
+}
+
+/* --all: every process of this user on each GPU, once. */
+static int all(const cli_t *c) {
+  size_t n = gather(c, pids, snaps);
+  printf("cudapool: %zu process%s under cudapool%s%s\n", n, n == 1 ? "" : "es", c->group ? " of group " : "",
+         c->group ? c->group : "");
+  if (n > 0) {
+    fputc('\n', stdout);
+    lv_print_overview(stdout, pids, snaps, n, c->group);
+  }
+  fflush(stdout);
+  if (other_versions)
+    fprintf(stderr, PROG ": %zu process%s of another cudapool version not shown (live stats layout other than %u)\n",
+            other_versions, other_versions == 1 ? "" : "es", CP_LIVE_LAYOUT);
+  return 0;
 }
 
 /* --prometheus without a PID: every process of this user, once. */
@@ -374,5 +415,6 @@ int main(int argc, char **argv) {
   if (rc != 0) return rc;
   if (c.snapshot) return snapshot(&c);
   if (c.prometheus && c.pid < 0) return prometheus_all(&c);
+  if (c.all) return all(&c);
   return c.top ? top(&c) : one(&c);
 }

@@ -11,7 +11,19 @@
  *   - a stopped peer (SIGSTOP) does not answer: the allocation fails after
  *     the wait, and the out-of-memory line says 1 asked, 0 answered;
  *   - a truncated or forged segment under a live pid is not asked;
- *   - with CUDAPOOL_LIVE=0 no one is asked, and the line says why.
+ *   - with CUDAPOOL_LIVE=0 no one is asked, and the line says why;
+ *   - the request names the device: with two devices, a peer asked for
+ *     device 1 gives back its cache there and keeps device 0's;
+ *   - a flood of requests costs a working peer one cache flush per device
+ *     per CUDAPOOL_COOP_INTERVAL: after a real request that got the peer's
+ *     3 GiB, 300 more within the interval are each answered at once with
+ *     0 bytes (rounds stay 1, 300 limited); with the interval 0 each gets
+ *     its own round (301);
+ *   - `cudapool stats --all --group G` shows, per device (by key, in key
+ *     order), the group's shared budget and one row per process (pid
+ *     order) with exact bytes and cooperation counters: the hog's device 0
+ *     cache (3 GiB, releasable), and on device 1 what the taker asked and
+ *     got and what the hog was asked and gave back.
  * Each test names its own group (CUDAPOOL_SHARED_NAME) and its own shared
  * device file (FAKECUDA_SHARED_MEM), so tests running at once do not meet.
  * Program: tests/programs/runtime/coop.c. */
@@ -119,6 +131,105 @@ Test(coop, without_live_stats_no_one_is_asked) {
                                      "CUDAPOOL_LIVE"),
                1),
             "%s", s.err);
+  it_free(&s);
+}
+
+Test(coop, a_peer_gives_back_only_on_the_device_asked_for) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "FAKECUDA_DEVICES=2"), "coop", IT_ARGS("pair", "devices"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  /* 3 GiB cached on device 0 stays; device 1's went back. */
+  cr_assert(eq(long, it_val(&s, "pool", "held0", -1), 3L << 30), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "pool", "held1", -1), 0), "%s", s.out);
+  cr_assert(eq(str, (char *)s.err,
+               "cudapool: out of memory on device 1 avoided: asked 3.00 GiB; asked 1 other cudapool processes to "
+               "give back: 1 answered, 3.00 GiB came back\n"));
+  it_free(&s);
+}
+
+#define FLOODS "300"
+
+Test(coop, a_flood_costs_a_working_peer_one_round_per_interval) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=60000"), "coop",
+            IT_ARGS("flood", FLOODS));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)it_line(&s, "flood"),
+               "flood: answered=300 asked=301 rounds=1 limited=300 given=3221225472"),
+            "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "work", "failed", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  it_free(&s);
+}
+
+Test(coop, without_an_interval_every_request_is_a_round) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=0"), "coop",
+            IT_ARGS("flood", FLOODS));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "flood", "answered", -1), 300), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "flood", "rounds", -1), 301), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "flood", "limited", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "work", "failed", -1), 0), "%s", s.out);
+  it_free(&s);
+}
+
+/* The budget files this test's group left in /dev/shm (8 KiB each). */
+static void rm_budgets(void) {
+  for (int d = 1; d <= 2; d++) {
+    char path[256];
+    snprintf(path, sizeof path, "/dev/shm/cudapool-budget.%lu.uuid-637066616b65646576000000000000%02d.%s",
+             (unsigned long)geteuid(), d, group);
+    unlink(path);
+  }
+}
+
+#define COLUMNS                                                                                                     \
+  "      PID  DEV   ALLOCATED    RESERVED      CACHED  RELEASABLE   ASKS         GOT  ASKED ROUNDS LIMITED        " \
+  "GAVE  COMMAND\n"
+
+Test(coop, stats_all_shows_every_process_per_device_with_its_budget) {
+  char reader[512], out[160], path[200];
+  snprintf(reader, sizeof reader, "%s/cudapool-stats", it_build());
+  snprintf(out, sizeof out, "/tmp/cp-coop-all-%s.txt", group);
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "FAKECUDA_DEVICES=2", "CUDAPOOL_SHARED_LIMIT=8G"), "coop",
+            IT_ARGS("all", reader, out));
+  rm_budgets();
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "reader", "status", -1), 0), "%s", s.out);
+  cr_assert(eq(long, it_val(&s, "hog", "status", -1), 0), "%s", s.out);
+  long me = it_val(&s, "pids", "me", -1), hog = it_val(&s, "pids", "hog", -1);
+  char mecmd[61];
+  snprintf(mecmd, sizeof mecmd, "%s", it_line(&s, "mecmd") + strlen("mecmd: "));
+  const char *hogcmd = it_line(&s, "hogcmd") + strlen("hogcmd: ");
+  char me_row[256], hog_row[256], want[2048];
+  snprintf(me_row, sizeof me_row,
+           "  %7ld    1    3.00 GiB    3.00 GiB         0 B         0 B      1    3.00 GiB      0      0       0 "
+           "        0 B  %s\n",
+           me, mecmd);
+  snprintf(hog_row, sizeof hog_row,
+           "  %7ld    1         0 B         0 B         0 B         0 B      0         0 B      1      1       0 "
+           "   3.00 GiB  %s\n",
+           hog, hogcmd);
+  snprintf(want, sizeof want,
+           "cudapool: 2 processes under cudapool of group %s\n"
+           "\n"
+           "device uuid-637066616b6564657600000000000001: 1 process\n"
+           "  shared budget of group %s: limit 8.00 GiB, claimed 3.00 GiB by 1 process\n" COLUMNS
+           "  %7ld    0         0 B    3.00 GiB    3.00 GiB    3.00 GiB      0         0 B      0      0       0 "
+           "        0 B  %s\n"
+           "\n"
+           "device uuid-637066616b6564657600000000000002: 2 processes\n"
+           "  shared budget of group %s: limit 8.00 GiB, claimed 3.00 GiB by 2 processes\n" COLUMNS "%s%s",
+           group, group, hog, hogcmd, group, me < hog ? me_row : hog_row, me < hog ? hog_row : me_row);
+  snprintf(path, sizeof path, "cat '%s'", out);
+  it_result f = {0};
+  const char *got = it_shell(&f, path);
+  unlink(out);
+  cr_assert(eq(str, (char *)got, want));
+  it_free(&f);
   it_free(&s);
 }
 

@@ -285,3 +285,31 @@ Test(live, crafted_header_escaped_and_age_never_negative) {
   cr_assert(ne(ptr, (void *)strstr(out, "its last answer, 0.0 s old\nstatus=3\n"), NULL), "%s", out);
   it_free(&r);
 }
+
+/* A segment of another cudapool version (here layout 2, the one before
+ * issue 26's per-device words) is named as such, never misread. */
+Test(live, a_segment_of_another_version_is_refused_by_name) {
+  static cp_live_segment_t seg;
+  memcpy(seg.magic, CP_LIVE_MAGIC, sizeof CP_LIVE_MAGIC);
+  seg.layout = 2;
+  seg.stats_size = sizeof(cudapool_stats_t);
+  seg.pid = getpid();
+  seg.start_time = cp_live_start_time((long)getpid());
+  char path[128], cmd[1024], want[512];
+  snprintf(path, sizeof path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(),
+           (long)getpid());
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  cr_assert(ge(int, fd, 0), "%s", path);
+  cr_assert(eq(long, (long)write(fd, &seg, sizeof seg), (long)sizeof seg));
+  close(fd);
+  snprintf(cmd, sizeof cmd, "'%s' %ld --timeout 0.01 2>&1; echo status=$?", reader, (long)getpid());
+  it_result r = {0};
+  const char *out = it_shell(&r, cmd);
+  unlink(path);
+  snprintf(want, sizeof want,
+           "cudapool-stats: process %ld runs another version of cudapool (live stats layout 2; this reader reads "
+           "layout 4): use the cudapool-stats of that version\nstatus=1\n",
+           (long)getpid());
+  cr_assert(eq(str, (char *)out, want));
+  it_free(&r);
+}
