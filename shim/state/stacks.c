@@ -1,17 +1,15 @@
 /* stacks.c: the call-site table (stacks.h).
  *
- * A stack is walked with glibc's backtrace(): 4-5 us a walk (bench/
- * stacks_bench.c measures it here), paid only with CUDAPOOL_STACKS on; a
- * frame-pointer walk costs nanoseconds but reads garbage, or faults, in code
- * built without frame pointers (most distribution libraries). The first
- * walk loads libgcc_s (malloc, dlopen), so cp_stacks_start walks once.
- * Frames of libcudapool itself are dropped at capture (the text range of
- * this object, found at start), so DEPTH frames are the program's. */
+ * A stack is walked by stackwalk.c: libunwind's unw_backtrace() where it
+ * loads (about 0.2 us for 24 frames on the build machine), else glibc's
+ * backtrace() (about 3-4 us); bench/stacks_bench.c measures both, and
+ * docs/DESIGN.md says why not frame pointers. Frames of libcudapool itself
+ * are dropped at capture (the text range of this object, found at start),
+ * so DEPTH frames are the program's. */
 
 #include "stacks.h"
 
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <inttypes.h>
 #include <link.h>
 #include <pthread.h>
@@ -23,6 +21,7 @@
 
 #include "options.h"
 #include "pyframes.h"
+#include "stackwalk.h"
 
 #define PY_MAX 32
 #define SITES_TOP 10
@@ -79,8 +78,7 @@ static void fork_done(void) { pthread_mutex_unlock(&lock); }
 void cp_stacks_start(unsigned frames) {
   static bool fork_handlers;
   if (!fork_handlers) fork_handlers = pthread_atfork(fork_prepare, fork_done, fork_done) == 0;
-  void *warm[4];
-  backtrace(warm, 4);
+  cp_stackwalk_start();
   dl_iterate_phdr(find_own_range, (void *)(uintptr_t)cp_stacks_start);
   depth = frames > CP_STACKS_MAX_DEPTH ? CP_STACKS_MAX_DEPTH : frames;
   cp_stacks_on = frames > 0;
@@ -137,10 +135,10 @@ void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
   void *walked[CP_STACKS_MAX_DEPTH + OWN_FRAMES_MAX];
   uintptr_t key[CP_STACKS_MAX_DEPTH + 2 * PY_MAX];
   cp_pyframe_t py[PY_MAX];
-  int n = backtrace(walked, (int)depth + OWN_FRAMES_MAX);
+  int n = cp_stackwalk(walked, (int)depth + OWN_FRAMES_MAX);
   /* The program's frames start after cudapool's last one: not after its
    * first run of them, since a sanitizer's backtrace() interceptor is the
-   * innermost frame there. cudapool calls nothing of the program's on this
+   * innermost frame there when glibc's walk is used. cudapool calls nothing of the program's on this
    * path, so no frame of its lies below the program's. */
   int first = 0;
   for (int i = 0; i < n; i++)
@@ -401,6 +399,8 @@ void cp_stacks_report_json(FILE *out, void *unused) {
   json_sites(out, true);
   fputs(",\"at_exit\":", out);
   json_sites(out, false);
+  fputs(",\"walker\":", out);
+  json_string(out, cp_stackwalk_name());
   fputc('}', out);
   pthread_mutex_unlock(&lock);
 }

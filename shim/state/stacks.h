@@ -43,7 +43,8 @@ long cp_stacks_id_of(uintptr_t addr);
 /* Text: the top call sites at the peak of reserved memory and at exit. */
 void cp_stacks_report_text(FILE *out);
 /* JSON members, each starting with ',': "call_sites":{"peak_reserved":N,
- * "at_peak":[site...],"at_exit":[site...]}, a site being {"stack":ID,
+ * "at_peak":[site...],"at_exit":[site...],"walker":"libunwind"|"glibc"},
+ * a site being {"stack":ID,
  * "bytes":N,"blocks":N,"share":F,"site":FRAME|null,"frames":[FRAME...]}. */
 void cp_stacks_report_json(FILE *out, void *unused);
 /* The snapshot's "stacks" array: [{"id":N,"frames":[FRAME...]}...]. */
