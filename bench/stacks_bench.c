@@ -37,6 +37,7 @@ typedef int op_fn(uintptr_t i);
 static void *frames[64];
 
 static int record_pair(uintptr_t i) {
+  cp_stacks_capture();
   cp_stacks_served(0x100000 + 512 * (i & 1023), 512, 1 << 20);
   cp_stacks_freeing(0x100000 + 512 * (i & 1023));
   return 0;

@@ -10,6 +10,7 @@
 #include "stacks.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <link.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <uthash.h>
 
 #include "options.h"
+#include "outfile.h"
 #include "pyframes.h"
 #include "stackwalk.h"
 
@@ -131,15 +133,20 @@ static stack_t *intern(const uintptr_t *key, unsigned n_native, unsigned n_py, c
   return s;
 }
 
-void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
+/* The stack of this thread's allocation in progress (stacks are never
+ * freed, so the pointer stays good). */
+static __thread __attribute__((tls_model("initial-exec"))) stack_t *captured;
+
+void cp_stacks_capture(void) {
   void *walked[CP_STACKS_MAX_DEPTH + OWN_FRAMES_MAX];
   uintptr_t key[CP_STACKS_MAX_DEPTH + 2 * PY_MAX];
   cp_pyframe_t py[PY_MAX];
   int n = cp_stackwalk(walked, (int)depth + OWN_FRAMES_MAX);
   /* The program's frames start after cudapool's last one: not after its
    * first run of them, since a sanitizer's backtrace() interceptor is the
-   * innermost frame there when glibc's walk is used. cudapool calls nothing of the program's on this
-   * path, so no frame of its lies below the program's. */
+   * innermost frame there when glibc's walk is used. cudapool calls nothing
+   * of the program's on this path, so no frame of its lies below the
+   * program's. */
   int first = 0;
   for (int i = 0; i < n; i++)
     if ((uintptr_t)walked[i] >= own_lo && (uintptr_t)walked[i] < own_hi) first = i + 1;
@@ -147,10 +154,21 @@ void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
   for (int i = first; i < n && n_native < depth; i++) key[n_native++] = (uintptr_t)walked[i];
   unsigned n_py = cp_pyframes_capture(py, PY_MAX);
   for (unsigned i = 0; i < n_py; i++) key[n_native + 2 * i] = py[i].code, key[n_native + 2 * i + 1] = py[i].line;
+  pthread_mutex_lock(&lock);
+  captured = intern(key, n_native, n_py, py);
+  pthread_mutex_unlock(&lock);
+}
+
+long cp_stacks_captured_id(void) { return captured ? captured->id : -1; }
+
+void cp_stacks_not_served(void) { captured = NULL; }
+
+void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
+  stack_t *s = captured;
+  captured = NULL;
   live_block_t *rec = malloc(sizeof *rec);
   if (!rec) return;
   pthread_mutex_lock(&lock);
-  stack_t *s = intern(key, n_native, n_py, py);
   int oom = 0;
   /* A record left at this address by memory freed without a free the shim
    * saw (cudaDeviceReset drops a pool's blocks): its bytes are no longer
@@ -415,4 +433,23 @@ void cp_stacks_json_table(FILE *out) {
   }
   pthread_mutex_unlock(&lock);
   fputc(']', out);
+}
+
+int cp_stacks_write_table(const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return ENOMEM;
+  fputs("{\"version\":1,\"stacks\":", mem);
+  cp_stacks_json_table(mem);
+  fputs("}\n", mem);
+  int err = fclose(mem) != 0 ? ENOMEM : 0;
+  if (!err) {
+    int fd = cp_outfile_open(path, NULL, 0);
+    err = fd < 0 ? -fd : cp_outfile_write(fd, text, len);
+    int cerr = cp_outfile_close(fd);
+    if (!err) err = cerr;
+  }
+  free(text);
+  return err;
 }
