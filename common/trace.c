@@ -55,7 +55,7 @@
 #define MAX_QUEUE 64 /* queued buffers (4 MiB) before a recording thread waits */
 #define MAX_SPARE 16
 #define FLUSH_NS (200 * 1000000ull)
-#define LINE_MAX_BYTES 192
+#define LINE_MAX_BYTES 224
 #define GZ_OUT_BYTES (64 * 1024)
 
 typedef struct rec {
@@ -63,6 +63,7 @@ typedef struct rec {
   uint64_t ptr;
   uint64_t size;
   uint64_t stream;
+  int64_t stack; /* the allocation's stack id (stacks.h), -1: none */
   const char *action;
 } rec_t;
 
@@ -95,6 +96,7 @@ static struct {
   pthread_mutex_t file_lock;
   int fd;
   uint64_t t0;
+  bool stack_column; /* lines end with ",Stack" (cp_trace_open_with_stacks) */
   char *out;       /* formatting buffer (file_lock) */
   z_stream *z;     /* gzip'd file: the deflate state (file_lock); NULL: plain */
   Bytef *zout;     /* deflate's output buffer (file_lock) */
@@ -170,6 +172,10 @@ static char *format_rec(char *p, uint64_t tid, const rec_t *r) {
   p = put_dec(p, r->size);
   *p++ = ',';
   p = put_ptr(p, r->stream);
+  if (g.stack_column) {
+    *p++ = ',';
+    if (r->stack >= 0) p = put_dec(p, (uint64_t)r->stack);
+  }
   *p++ = '\n';
   return p;
 }
@@ -447,7 +453,7 @@ static tbuf_t *slow_buf(uint64_t gen) {
   return b;
 }
 
-static inline void put(const char *action, uint64_t ptr, uint64_t size, uint64_t stream) {
+static inline void put(const char *action, uint64_t ptr, uint64_t size, uint64_t stream, int64_t stack) {
   uint64_t gen = atomic_load_explicit(&g.gen, memory_order_relaxed);
   if (gen == 0) return;
   tbuf_t *b = my_buf;
@@ -466,20 +472,24 @@ static inline void put(const char *action, uint64_t ptr, uint64_t size, uint64_t
   r->ptr = ptr;
   r->size = size;
   r->stream = stream;
+  r->stack = stack;
   r->action = action;
   atomic_store_explicit(&b->count, n + 1, memory_order_release);
 }
 
 /* ---- the API ---------------------------------------------------------- */
 
-void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream) { put(A_ALLOC, ptr, size, stream); }
-void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream) { put(A_FREE, ptr, size, stream); }
-void cp_trace_alloc_failure(size_t size, uint64_t stream) { put(A_FAIL, 0, size, stream); }
-void cp_trace_sync_stream(uint64_t stream) { put(A_SYNC_STREAM, 0, 0, stream); }
-void cp_trace_sync_device(void) { put(A_SYNC_DEVICE, 0, 0, 0); }
+void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream) { put(A_ALLOC, ptr, size, stream, -1); }
+void cp_trace_alloc_at(uintptr_t ptr, size_t size, uint64_t stream, long stack) {
+  put(A_ALLOC, ptr, size, stream, stack);
+}
+void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream) { put(A_FREE, ptr, size, stream, -1); }
+void cp_trace_alloc_failure(size_t size, uint64_t stream) { put(A_FAIL, 0, size, stream, -1); }
+void cp_trace_sync_stream(uint64_t stream) { put(A_SYNC_STREAM, 0, 0, stream, -1); }
+void cp_trace_sync_device(void) { put(A_SYNC_DEVICE, 0, 0, 0, -1); }
 
 void cp_trace_extra(const char *action, uintptr_t ptr, size_t size, uint64_t stream) {
-  if (action) put(action, ptr, size, stream);
+  if (action) put(action, ptr, size, stream, -1);
 }
 
 bool cp_trace_enabled(void) { return atomic_load_explicit(&g.gen, memory_order_relaxed) != 0; }
@@ -512,8 +522,11 @@ static void gz_end(z_stream *z, Bytef *zout) {
   free(zout);
 }
 
-int cp_trace_open(const char *path) {
-  static const char header[] = "Thread,Time,Action,Pointer,Size,Stream\n";
+int cp_trace_open(const char *path) { return cp_trace_open_with_stacks(path, false); }
+
+int cp_trace_open_with_stacks(const char *path, bool stack_column) {
+  const char *header = stack_column ? "Thread,Time,Action,Pointer,Size,Stream,Stack\n"
+                                    : "Thread,Time,Action,Pointer,Size,Stream\n";
   if (path == NULL) return EINVAL;
   pthread_once(&once, init_once);
   pthread_mutex_lock(&g.lock);
@@ -526,7 +539,7 @@ int cp_trace_open(const char *path) {
   z_stream *z = NULL;
   Bytef *zout = NULL;
   if (rc == 0 && is_gz_name(path)) rc = gz_start(&z, &zout);
-  if (rc == 0) rc = put_bytes(fd, z, zout, header, sizeof header - 1, Z_SYNC_FLUSH);
+  if (rc == 0) rc = put_bytes(fd, z, zout, header, strlen(header), Z_SYNC_FLUSH);
   char *out = rc ? NULL : malloc(REC_PER_BUF * LINE_MAX_BYTES);
   tbuf_t *scratch = rc ? NULL : malloc(sizeof *scratch);
   if (rc == 0 && (!out || !scratch)) rc = ENOMEM;
@@ -549,6 +562,7 @@ int cp_trace_open(const char *path) {
   /* Anything still queued raced with the last close and belongs to it. */
   for (tbuf_t *b; (b = pop_queue()) != NULL;) recycle(b);
   g.t0 = now_ns();
+  g.stack_column = stack_column;
   g.stop = false;
   atomic_store_explicit(&g.written, 0, memory_order_relaxed);
   atomic_store_explicit(&g.dropped, 0, memory_order_relaxed);

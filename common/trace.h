@@ -22,7 +22,7 @@
  * disk always decompresses to whole lines, and a file cut short (kill -9)
  * lacks only gzip's trailer (the replayer uses every line and says so once).
  *
- * Cost: an event is one relaxed atomic load, a clock read and a 40-byte
+ * Cost: an event is one relaxed atomic load, a clock read and a 48-byte
  * store into a thread-local 64 KiB buffer; no lock, no syscall, no
  * formatting. A background thread formats and writes full buffers (one
  * write() per buffer) and, every 200 ms, what the threads' buffers hold so
@@ -52,7 +52,14 @@
  * Writes the header line. 0, EBUSY when already open, or the errno of the
  * open or the write (errno is set to it too). */
 int cp_trace_open(const char *path);
+/* The same; with stack_column, the header and every line get a 7th column,
+ * Stack: an allocate line's stack id (cp_trace_alloc_at; the ids of
+ * shim/state/stacks.h, whose table the shim writes next to the trace as
+ * PATH.stacks.json), empty on every other line. */
+int cp_trace_open_with_stacks(const char *path, bool stack_column);
 void cp_trace_alloc(uintptr_t ptr, size_t size, uint64_t stream);
+/* An allocation made from stack id `stack` (-1: unknown). */
+void cp_trace_alloc_at(uintptr_t ptr, size_t size, uint64_t stream, long stack);
 void cp_trace_free(uintptr_t ptr, size_t size, uint64_t stream);
 void cp_trace_alloc_failure(size_t size, uint64_t stream);
 void cp_trace_sync_stream(uint64_t stream);

@@ -60,9 +60,12 @@ $(SHIM_LIB): $(BUILD)/$(SHIM_SONAME)
 # with the fake NVTX tool.
 SHIM_UNIT_SRCS := $(filter-out %_tsan.c,$(wildcard tests/unit/shim/*.c))
 SHIM_UNIT_BIN  := $(BUILD)/tests/unit_shim_tests
+# The stack walkers' test (tests/unit/shim/stackwalk.c) builds the module in.
+SHIM_UNIT_EXTRA      += shim/state/stackwalk.c
+SHIM_UNIT_EXTRA_LIBS += -ldl
 SHIM_UNIT_MODULES := shim/state/nvtx.c
 $(SHIM_UNIT_BIN): $(SHIM_UNIT_SRCS) $(SHIM_UNIT_MODULES) shim/state/nvtx.h $(LSAN_SCOPE) $(COMMON_LIB) $(CORE_LIB) $(wildcard tests/support/*.h) \
-                 $(wildcard shim/entry/*.h) $(BUILD)/gen/cuda_names.h
+                 $(wildcard shim/entry/*.h) $(BUILD)/gen/cuda_names.h shim/state/stackwalk.c shim/state/stackwalk.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) $(CUDA_INC) -DCP_CUDA_HOME='"$(CUDA_HOME)"' -Icore -Icommon -Ishim -I$(BUILD)/gen -Itools/replay $(TEST_INC) \
 	  $(SHIM_UNIT_SRCS) $(SHIM_UNIT_MODULES) \

@@ -3,7 +3,10 @@ or gzip'd) into a Recording.
 
 Owns the trace grammar as the viewer sees it: the header
 Thread,Time,Action,Pointer,Size,Stream, optionally followed by one more
-column holding the call site (any name; an empty value counts as none);
+column holding the call site (any name; an empty value counts as none):
+cudapool's recorder writes a stack id there (CUDAPOOL_STACKS) and the
+stacks table beside the trace (stacks_table.py), which names the sites;
+without that table a value is its own site;
 times in seconds (or RMM's HH:MM:SS.us clock); pointers and streams in hex
 or (nil). Lines of unknown actions (sync_stream, barrier, ...) are skipped;
 a line that does not have the columns, or whose numbers do not parse, stops
@@ -15,6 +18,7 @@ allocate of a live pointer ends the first block there (its free was lost).
 """
 import re
 
+from . import stacks_table
 from .recording import ALLOC, FREE, SEG_ALLOC, SEG_FREE, InputError, Recording, size_class_site
 
 HEADER = ["Thread", "Time", "Action", "Pointer", "Size", "Stream"]
@@ -80,10 +84,23 @@ def read(name, lines):
     # Usually in order already (one thread); a stable sort by time keeps it.
     if any(rows[k][0] > rows[k + 1][0] for k in range(len(rows) - 1)):
         rows.sort(key=lambda r: r[0])
-    return _build(name, rows)
+    table = stacks_table.load_beside(name) if has_site else None
+    return _build(name, rows, table)
 
 
-def _build(name, rows):
+def _site_of(rec, site, table):
+    if table is not None:
+        try:
+            found = table.get(int(site))
+        except ValueError:
+            found = None
+        if found is not None:
+            key, label, frames = found
+            return rec.site(key, label, frames)
+    return rec.site(("site", site), "site " + site)
+
+
+def _build(name, rows, table=None):
     rec = Recording("trace", name)
     t0 = rows[0][0] if rows else 0.0
     live = {}       # pointer -> block index
@@ -111,7 +128,7 @@ def _build(name, rows):
             rec.b_stream.append(stream)
             rec.b_state.append("allocated")
             rec.b_device.append(0)
-            rec.b_site.append(rec.site(("site", site), "site " + site) if site else size_class_site(rec, size))
+            rec.b_site.append(_site_of(rec, site, table) if site else size_class_site(rec, size))
             rec.b_a.append(i)
             rec.b_f.append(None)
             ref = b

@@ -3,7 +3,8 @@
 # with PyTorch's caching off, once with CUDAPOOL_STACKS=1 and once without;
 # rows: the Python lines that held the most bytes at the peak of reserved
 # memory (the JSON report's call_sites), and the median step time with
-# stacks on against off (the cost of a backtrace() per allocation).
+# stacks on against off (the cost of a stack walk per allocation; the walker,
+# libunwind or glibc, is the report's call_sites.walker).
 # SKIP when python3 cannot import torch; FAIL when a run fails or names no
 # Python frame.
 # shellcheck shell=bash
@@ -43,6 +44,7 @@ off, on, rep = (json.load(open(p)) for p in sys.argv[1:4])
 a, b = off["step_ms_median"], on["step_ms_median"]
 print(f"INFO\tstep time, stacks off\t{a:.2f} ms (median)")
 print(f"INFO\tstep time, stacks on\t{b:.2f} ms (median), {100.0 * (b - a) / a:+.1f}%")
+print(f"INFO\tstack walker\t{rep.get('call_sites', {}).get('walker', '?')}")
 sites = rep.get("call_sites", {}).get("at_peak", [])
 python = [s for s in sites if any("python" in f for f in s["frames"])]
 for s in sites:

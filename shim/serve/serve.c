@@ -65,7 +65,7 @@ static void trace_observer(void *ctx, cp_observed_t what, uintptr_t addr, size_t
   (void)ctx;
   if (!cp_trace_enabled()) return;
   switch (what) {
-    case CP_OBSERVED_ALLOC: cp_trace_alloc(addr, size, stream); break;
+    case CP_OBSERVED_ALLOC: cp_trace_alloc_at(addr, size, stream, cp_stacks_on ? cp_stacks_captured_id() : -1); break;
     case CP_OBSERVED_FREE: cp_trace_free(addr, size, stream); break;
     case CP_OBSERVED_ALLOC_FAILED: cp_trace_alloc_failure(size, stream); break;
   }
@@ -287,10 +287,16 @@ alloc_for(cp_device_t *dev, size_t size, uint64_t stream, uint64_t key, uintptr_
   cp_pool_t *pool = cp_device_pool_if_any(dev);
   if (!pool) pool = cp_serve_pool(dev);
   if (!pool) return CP_FORWARD;
+  /* Walked before the pool is asked: the trace's allocate line, written
+   * under the pool's lock, names the stack. */
+  if (__builtin_expect(cp_stacks_on, 0)) cp_stacks_capture();
   int rc = cp_tcache_alloc(pool, size, stream, key, out);
   if (rc != 0) {
     cp_alloc_verdict_t verdict = not_served(pool, dev, size, stream, key, out, rc);
-    if (verdict != CP_SERVED) return verdict;
+    if (verdict != CP_SERVED) {
+      if (__builtin_expect(cp_stacks_on, 0)) cp_stacks_not_served();
+      return verdict;
+    }
   }
   if (__builtin_expect(cp_stacks_on, 0)) record_site(*out, size);
   if (__builtin_expect(atomic_load_explicit(&cp_regions_on, memory_order_relaxed), 0)) cp_regions_served(*out, size);

@@ -27,6 +27,7 @@
 #include "outfile.h"
 #include "state/shim.h"
 #include "state/sigterm.h"
+#include "state/stacks.h"
 #include "trace.h"
 
 #define SHOWN_MAX 256 /* bytes of a value or a path a warning shows */
@@ -65,16 +66,30 @@ void cp_outputs_start(void) {
   cp_live_start();
   cp_sigterm_arm();
   if (!cp_opts.trace[0]) return;
-  int err = cp_trace_open(cp_opts.trace);
+  int err = cp_trace_open_with_stacks(cp_opts.trace, cp_opts.stacks > 0);
   if (err == 0) return;
   char path[CP_OPTION_PATH_MAX];
   trace_path(path, sizeof path);
   warn_file("CUDAPOOL_TRACE", cp_opts.trace, path, "cannot be written", err, "no trace is recorded");
 }
 
+/* With CUDAPOOL_STACKS the trace's Stack column names ids of the table
+ * written next to it, as TRACE.stacks.json (cudapool view reads it). */
+static void write_stacks_table(void) {
+  char path[CP_OPTION_PATH_MAX], table[CP_OPTION_PATH_MAX + 16];
+  trace_path(path, sizeof path);
+  if (!path[0]) return;
+  snprintf(table, sizeof table, "%s.stacks.json", path);
+  int err = cp_stacks_write_table(table);
+  if (err != 0) warn_file("CUDAPOOL_TRACE", cp_opts.trace, table, "has a stacks table that cannot be written", err,
+                          "the trace's Stack column names no frames");
+}
+
 static void close_trace(void) {
   uint64_t dropped = 0;
+  bool was_open = cp_trace_enabled();
   cp_trace_close();
+  if (was_open && cp_stacks_on) write_stacks_table();
   int err = cp_trace_error();
   if (err == 0) return;
   cp_trace_counts(NULL, &dropped);

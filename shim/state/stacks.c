@@ -1,17 +1,16 @@
 /* stacks.c: the call-site table (stacks.h).
  *
- * A stack is walked with glibc's backtrace(): 4-5 us a walk (bench/
- * stacks_bench.c measures it here), paid only with CUDAPOOL_STACKS on; a
- * frame-pointer walk costs nanoseconds but reads garbage, or faults, in code
- * built without frame pointers (most distribution libraries). The first
- * walk loads libgcc_s (malloc, dlopen), so cp_stacks_start walks once.
- * Frames of libcudapool itself are dropped at capture (the text range of
- * this object, found at start), so DEPTH frames are the program's. */
+ * A stack is walked by stackwalk.c: libunwind's unw_backtrace() where it
+ * loads (about 0.2 us for 24 frames on the build machine), else glibc's
+ * backtrace() (about 3-4 us); bench/stacks_bench.c measures both, and
+ * docs/DESIGN.md says why not frame pointers. Frames of libcudapool itself
+ * are dropped at capture (the text range of this object, found at start),
+ * so DEPTH frames are the program's. */
 
 #include "stacks.h"
 
 #include <dlfcn.h>
-#include <execinfo.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <link.h>
 #include <pthread.h>
@@ -22,7 +21,9 @@
 #include <uthash.h>
 
 #include "options.h"
+#include "outfile.h"
 #include "pyframes.h"
+#include "stackwalk.h"
 
 #define PY_MAX 32
 #define SITES_TOP 10
@@ -79,8 +80,7 @@ static void fork_done(void) { pthread_mutex_unlock(&lock); }
 void cp_stacks_start(unsigned frames) {
   static bool fork_handlers;
   if (!fork_handlers) fork_handlers = pthread_atfork(fork_prepare, fork_done, fork_done) == 0;
-  void *warm[4];
-  backtrace(warm, 4);
+  cp_stackwalk_start();
   dl_iterate_phdr(find_own_range, (void *)(uintptr_t)cp_stacks_start);
   depth = frames > CP_STACKS_MAX_DEPTH ? CP_STACKS_MAX_DEPTH : frames;
   cp_stacks_on = frames > 0;
@@ -133,15 +133,20 @@ static stack_t *intern(const uintptr_t *key, unsigned n_native, unsigned n_py, c
   return s;
 }
 
-void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
+/* The stack of this thread's allocation in progress (stacks are never
+ * freed, so the pointer stays good). */
+static __thread __attribute__((tls_model("initial-exec"))) stack_t *captured;
+
+void cp_stacks_capture(void) {
   void *walked[CP_STACKS_MAX_DEPTH + OWN_FRAMES_MAX];
   uintptr_t key[CP_STACKS_MAX_DEPTH + 2 * PY_MAX];
   cp_pyframe_t py[PY_MAX];
-  int n = backtrace(walked, (int)depth + OWN_FRAMES_MAX);
+  int n = cp_stackwalk(walked, (int)depth + OWN_FRAMES_MAX);
   /* The program's frames start after cudapool's last one: not after its
    * first run of them, since a sanitizer's backtrace() interceptor is the
-   * innermost frame there. cudapool calls nothing of the program's on this
-   * path, so no frame of its lies below the program's. */
+   * innermost frame there when glibc's walk is used. cudapool calls nothing
+   * of the program's on this path, so no frame of its lies below the
+   * program's. */
   int first = 0;
   for (int i = 0; i < n; i++)
     if ((uintptr_t)walked[i] >= own_lo && (uintptr_t)walked[i] < own_hi) first = i + 1;
@@ -149,10 +154,21 @@ void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
   for (int i = first; i < n && n_native < depth; i++) key[n_native++] = (uintptr_t)walked[i];
   unsigned n_py = cp_pyframes_capture(py, PY_MAX);
   for (unsigned i = 0; i < n_py; i++) key[n_native + 2 * i] = py[i].code, key[n_native + 2 * i + 1] = py[i].line;
+  pthread_mutex_lock(&lock);
+  captured = intern(key, n_native, n_py, py);
+  pthread_mutex_unlock(&lock);
+}
+
+long cp_stacks_captured_id(void) { return captured ? captured->id : -1; }
+
+void cp_stacks_not_served(void) { captured = NULL; }
+
+void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now) {
+  stack_t *s = captured;
+  captured = NULL;
   live_block_t *rec = malloc(sizeof *rec);
   if (!rec) return;
   pthread_mutex_lock(&lock);
-  stack_t *s = intern(key, n_native, n_py, py);
   int oom = 0;
   /* A record left at this address by memory freed without a free the shim
    * saw (cudaDeviceReset drops a pool's blocks): its bytes are no longer
@@ -401,6 +417,8 @@ void cp_stacks_report_json(FILE *out, void *unused) {
   json_sites(out, true);
   fputs(",\"at_exit\":", out);
   json_sites(out, false);
+  fputs(",\"walker\":", out);
+  json_string(out, cp_stackwalk_name());
   fputc('}', out);
   pthread_mutex_unlock(&lock);
 }
@@ -415,4 +433,23 @@ void cp_stacks_json_table(FILE *out) {
   }
   pthread_mutex_unlock(&lock);
   fputc(']', out);
+}
+
+int cp_stacks_write_table(const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return ENOMEM;
+  fputs("{\"version\":1,\"stacks\":", mem);
+  cp_stacks_json_table(mem);
+  fputs("}\n", mem);
+  int err = fclose(mem) != 0 ? ENOMEM : 0;
+  if (!err) {
+    int fd = cp_outfile_open(path, NULL, 0);
+    err = fd < 0 ? -fd : cp_outfile_write(fd, text, len);
+    int cerr = cp_outfile_close(fd);
+    if (!err) err = cerr;
+  }
+  free(text);
+  return err;
 }

@@ -30,8 +30,18 @@ extern bool cp_stacks_on;
 
 /* At start, with CUDAPOOL_STACKS's depth (> 0): turns recording on. */
 void cp_stacks_start(unsigned depth);
-/* The shim served `requested` bytes at addr; reserved_now: the bytes the
- * pools of every device hold now. */
+/* Before the pool is asked: walks the calling thread's stack and keeps its
+ * stack as the thread's allocation in progress, so that the trace's
+ * allocate line (written under the pool's lock) can name it. */
+void cp_stacks_capture(void);
+/* The id of the stack the thread's allocation in progress was called from
+ * (cp_stacks_capture), or -1. */
+long cp_stacks_captured_id(void);
+/* The allocation in progress was not served: its stack is dropped. */
+void cp_stacks_not_served(void);
+/* The shim served `requested` bytes at addr from the captured stack (none:
+ * nothing is recorded); reserved_now: the bytes the pools of every device
+ * hold now. Ends the allocation in progress. */
 void cp_stacks_served(uintptr_t addr, size_t requested, size_t reserved_now);
 /* The program frees addr (before the pool does: the block may be handed out
  * again at once). Unknown addresses are ignored. */
@@ -43,10 +53,15 @@ long cp_stacks_id_of(uintptr_t addr);
 /* Text: the top call sites at the peak of reserved memory and at exit. */
 void cp_stacks_report_text(FILE *out);
 /* JSON members, each starting with ',': "call_sites":{"peak_reserved":N,
- * "at_peak":[site...],"at_exit":[site...]}, a site being {"stack":ID,
+ * "at_peak":[site...],"at_exit":[site...],"walker":"libunwind"|"glibc"},
+ * a site being {"stack":ID,
  * "bytes":N,"blocks":N,"share":F,"site":FRAME|null,"frames":[FRAME...]}. */
 void cp_stacks_report_json(FILE *out, void *unused);
-/* The snapshot's "stacks" array: [{"id":N,"frames":[FRAME...]}...]. */
+/* The snapshot's "stacks" array, and the trace's sidecar's:
+ * [{"id":N,"frames":[FRAME...]}...]. */
 void cp_stacks_json_table(FILE *out);
+/* The trace's sidecar: {"version":1,"stacks":[...]} (the table above) into
+ * path (outfile.h rules). 0 or an errno. */
+int cp_stacks_write_table(const char *path);
 
 #endif

@@ -149,6 +149,47 @@ class View(Files):
                               "  0x1100000 2097152 allocated site B\n"
                               "  0x1000000 1048576 allocated site A\n")
 
+    def stack_trace(self):
+        """As cudapool records with CUDAPOOL_STACKS: ids in the Stack column,
+        the table beside the trace; stacks 0 and 1 are two paths to one site."""
+        trace = TRACE.replace("Stream\n", "Stream,Stack\n").replace("(nil)\n", "(nil),\n").replace(
+            "0x1000000,1048576,(nil),\n1,10.002", "0x1000000,1048576,(nil),0\n1,10.002").replace(
+            "0x1100000,2097152,(nil),", "0x1100000,2097152,(nil),1").replace(
+            "0x1300000,65536,0x10", "0x1300000,65536,0x10,2")
+        src = self.write("t.csv", trace)
+        lib = {"pc": "0x7f00000010", "object": "libcudart.so.13", "symbol": "cudaMalloc", "offset": 16}
+
+        def own(pc, symbol, offset):
+            return {"pc": pc, "object": "prog", "symbol": symbol, "offset": offset}
+        table = {"version": 1, "stacks": [
+            {"id": 0, "frames": [lib, own("0x401010", "alloc_act", 16), own("0x402020", "main", 32)]},
+            {"id": 1, "frames": [lib, own("0x401010", "alloc_act", 16), own("0x402040", "main", 64)]},
+            {"id": 2, "frames": [lib, {"python": "train.py:7:step"}, own("0x401110", "alloc_w", 16)]}]}
+        with open(src + ".stacks.json", "w") as f:
+            json.dump(table, f)
+        return src
+
+    def test_stacks_table_beside_a_trace_names_and_merges_the_sites(self):
+        src = self.stack_trace()
+        rc, out, err = run("view", src, "--at", "0.005")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, "moment 4 at 0.005000000 s: allocated 2162688, reserved 4194304, live blocks 2\n"
+                              "  0x1100000 2097152 allocated site: alloc_act+16 (prog)\n"
+                              "  0x1300000 65536 allocated site: train.py:7:step\n")
+        d = self.data(self.page(src))
+        self.assertEqual(d["series"], ["site: alloc_act+16 (prog)", "site: train.py:7:step"])
+        self.assertEqual(d["sites"][0]["frames"], ["cudaMalloc+16 (libcudart.so.13) 0x7f00000010",
+                                                   "alloc_act+16 (prog) 0x401010", "main+32 (prog) 0x402020"])
+
+    def test_a_trace_with_stack_ids_and_no_table_groups_by_id(self):
+        src = self.stack_trace()
+        os.remove(src + ".stacks.json")
+        rc, out, err = run("view", src, "--at", "0.002")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, "moment 2 at 0.002000000 s: allocated 3145728, reserved 4194304, live blocks 2\n"
+                              "  0x1100000 2097152 allocated site 1\n"
+                              "  0x1000000 1048576 allocated site 0\n")
+
     def test_trace_without_segments_has_no_reserved(self):
         trace = TRACE.replace("1,10.000000000,segment_alloc,0x1000000,4194304,(nil)\n", "")
         rc, out, _ = run("view", self.write("t.csv", trace), "--at", "0.0015")
@@ -274,6 +315,18 @@ class Malformed(Files):
         rc, _, err = run("export", self.write("t.csv", TRACE))
         self.assertEqual((rc, err.splitlines()[0]),
                          (2, "cudapool export: say what to write (--memory-viz FILE.pickle, --perfetto FILE.json)"))
+
+
+class MalformedStacksTable(Files):
+    def test_a_malformed_stacks_table_is_one_line_naming_it(self):
+        src = self.write("t.csv", TRACE.replace("Stream\n", "Stream,Stack\n").replace(
+            "0x1000000,1048576,(nil)\n1,10.002", "0x1000000,1048576,(nil),0\n1,10.002"))
+        with open(src + ".stacks.json", "w") as f:
+            f.write('{"version":1,"stacks":[{"id":"zero","frames":[]}]}')
+        rc, out, err = run("view", src, "-o", self.path("v.html"))
+        self.assertEqual((rc, out), (2, ""))
+        self.assertEqual(err, "cudapool view: %s.stacks.json: bad stacks table: stacks[0].id: expected an integer\n"
+                         % src)
 
 
 class Export(Files):

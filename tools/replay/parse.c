@@ -11,6 +11,8 @@
  *            per_thread_stream; any other word is an extra action that
  *            replay skips (segment_alloc, barrier, fence, oom, ...)
  *   Pointer  0x-hex, 0 or (nil);  Size decimal;  Stream like Pointer
+ *   Stack    optional 7th column (cudapool's recorder with CUDAPOOL_STACKS:
+ *            a stack id, or empty), read past: it does not change a replay
  *
  * Pure: no allocation, no global state, no locale, never reads past len (the
  * fuzzer feeds it raw bytes). On error *out is untouched and err holds one
@@ -218,7 +220,9 @@ int rp_parse_line(const char *s, size_t len, rp_line_t *out, char *err, size_t e
     if (!comma) break;
     p = comma + 1;
   }
-  if (ncol != NCOLS)
+  /* A 7th column, Stack (CUDAPOOL_STACKS), names call sites: nothing to
+   * replay. */
+  if (ncol != NCOLS && ncol != NCOLS + 1)
     return cp_fail_msg(err, errlen, "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found %d",
                        ncol);
   if (header_match(col)) {

@@ -2,8 +2,10 @@
  * gives the live run's figures number for number (issue 10): the decision
  * events (streams, captures) drive the replay's keys, barrier cost and
  * barrier refusals as they drove the shim. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "it_check.h"
@@ -14,17 +16,25 @@ static double num(const it_json *obj, const char *key) {
   return it_json_num(v);
 }
 
-static void replays_to_the_live_figures(const char *learn, const char *how) {
+/* stacks: "CUDAPOOL_STACKS=1" (the trace gets its Stack column) or "=0". */
+static void replays_to_the_live_figures(const char *learn, const char *how, const char *stacks) {
   char dir[] = "/tmp/cp-replay-live-XXXXXX";
   cr_assert(not(eq(ptr, mkdtemp(dir), NULL)));
   char trace[300], stats[300], cmd[900];
   snprintf(trace, sizeof trace, "CUDAPOOL_TRACE=%s/trace.csv", dir);
   snprintf(stats, sizeof stats, "CUDAPOOL_STATS=%s/stats.json", dir);
   it_result live;
-  it_run_ok(&live, IT_SHIM, (const char *const[]){trace, stats, "CUDAPOOL_STATS_FORMAT=json", learn, NULL},
+  it_run_ok(&live, IT_SHIM, (const char *const[]){trace, stats, "CUDAPOOL_STATS_FORMAT=json", learn, stacks, NULL},
             "replayable", how ? IT_ARGS(how) : NULL);
   cr_assert(eq(str, (char *)it_line(&live, "replayable"), "replayable: errors=0"));
 
+  snprintf(cmd, sizeof cmd, "head -n 1 %s/trace.csv", dir);
+  it_result r0 = {0};
+  bool stack_column = strcmp(stacks, "CUDAPOOL_STACKS=1") == 0;
+  cr_assert(eq(str, (char *)it_shell(&r0, cmd),
+               stack_column ? "Thread,Time,Action,Pointer,Size,Stream,Stack\n"
+                            : "Thread,Time,Action,Pointer,Size,Stream\n"));
+  it_free(&r0);
   snprintf(cmd, sizeof cmd, "cat %s/stats.json", dir);
   it_result r1 = {0}, r2 = {0};
   it_json *report = it_json_parse(it_shell(&r1, cmd));
@@ -57,10 +67,17 @@ static void replays_to_the_live_figures(const char *learn, const char *how) {
 
 /* The threads of phase 2 at once: the learned order's changes of mode race
  * their allocations, which a trace cannot order, so it is off here. */
-Test(replay_live, shim_trace_replays_to_the_live_figures) { replays_to_the_live_figures("CUDAPOOL_LEARN_ORDER=0", NULL); }
+Test(replay_live, shim_trace_replays_to_the_live_figures) {
+  replays_to_the_live_figures("CUDAPOOL_LEARN_ORDER=0", NULL, "CUDAPOOL_STACKS=0");
+}
 
 /* One thread at a time: the order's changes (its "order" events) replay
  * to the live keys and barriers exactly. */
 Test(replay_live, with_the_learned_order_one_thread_at_a_time) {
-  replays_to_the_live_figures("CUDAPOOL_LEARN_ORDER=1", "in-turn");
+  replays_to_the_live_figures("CUDAPOOL_LEARN_ORDER=1", "in-turn", "CUDAPOOL_STACKS=0");
+}
+
+/* CUDAPOOL_STACKS adds the Stack column; the replayer reads past it. */
+Test(replay_live, a_trace_with_the_stack_column_replays_to_the_live_figures) {
+  replays_to_the_live_figures("CUDAPOOL_LEARN_ORDER=0", NULL, "CUDAPOOL_STACKS=1");
 }

@@ -3,6 +3,7 @@
  * twice; the peak holds 4 MiB + 2 x 3 MiB + 512 KiB in 22 MiB reserved:
  * a 20 MiB large segment and a 2 MiB small one). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -98,6 +99,8 @@ Test(sites, json_lists_sites_with_bytes_blocks_share_and_full_stacks) {
   cr_expect(eq(dbl, it_json_num(it_json_get(it_json_at(end, 0), "bytes")), 4194304.0), "%s", text);
   cr_expect(ne(ptr, strstr(text, "\"site\":\"sites:alloc_activations+0x"), NULL), "%s", text);
   cr_expect(ne(ptr, strstr(text, "\"object\":\"sites\",\"symbol\":\"alloc_weights\""), NULL), "%s", text);
+  /* scripts/deps installs libunwind: the walk stackwalk.c prefers. */
+  cr_expect(ne(ptr, strstr(text, "\"walker\":\"libunwind\"}"), NULL), "%s", text);
   it_json_free(j);
   it_free(&r);
 }
@@ -112,4 +115,54 @@ Test(sites, a_malformed_depth_warns_once_and_keeps_stacks_off) {
             "%s", r.err);
   cr_assert(eq(ptr, strstr(r.err, "call sites"), NULL), "%s", r.err);
   it_free(&r);
+}
+
+/* The trace with CUDAPOOL_STACKS: each allocate line names its stack in the
+ * Stack column (four stacks: main calls alloc_activations from two places,
+ * one site), the other lines leave it empty, and TRACE.stacks.json holds
+ * those ids with the frames naming the functions. */
+Test(sites, the_trace_names_each_allocation_s_stack_and_its_table_the_frames) {
+  char dir[] = "/tmp/cp-sites-trace-XXXXXX", trace[128], cmd[300];
+  cr_assert(ne(ptr, mkdtemp(dir), NULL));
+  snprintf(trace, sizeof trace, "CUDAPOOL_TRACE=%s/t.csv", dir);
+  it_result r, lines = {0}, table = {0};
+  it_run_ok(&r, IT_SHIM, (const char *const[]){trace, "CUDAPOOL_STACKS=1", NULL}, "sites", NULL);
+  cr_assert(eq(long, it_val(&r, "sites", "errors", -1), 0));
+  /* Action and Stack of the program's allocate lines, in order; every
+   * other line's Stack empty. */
+  snprintf(cmd, sizeof cmd,
+           "awk -F, 'NR==1{print; next} $3==\"allocate\"{printf \"%%s,%%s,%%s\\n\", $3, $5, $7; next} "
+           "$7!=\"\"{print \"stack on a \" $3 \" line\"}' %s/t.csv",
+           dir);
+  cr_assert(eq(str, (char *)it_shell(&lines, cmd),
+               "Thread,Time,Action,Pointer,Size,Stream,Stack\n"
+               "allocate,4194304,0\n"
+               "allocate,3145728,1\n"
+               "allocate,3145728,2\n"
+               "allocate,524288,3\n"));
+  snprintf(cmd, sizeof cmd, "cat %s/t.csv.stacks.json", dir);
+  const char *text = it_shell(&table, cmd);
+  cr_assert(ne(ptr, (void *)text, NULL));
+  it_json *j = it_json_parse(text);
+  cr_assert(ne(ptr, j, NULL), "%s", text);
+  cr_assert(eq(dbl, it_json_num(it_json_get(j, "version")), 1.0));
+  const it_json *stacks = it_json_get(j, "stacks");
+  cr_assert(eq(sz, it_json_len(stacks), 4), "%s", text);
+  const char *const names[] = {"\"symbol\":\"alloc_weights\"", "\"symbol\":\"alloc_activations\"",
+                               "\"symbol\":\"alloc_activations\"", "\"symbol\":\"alloc_scratch\""};
+  for (size_t i = 0; i < 4; i++)
+    cr_assert(eq(dbl, it_json_num(it_json_get(it_json_at(stacks, i), "id")), (double)i), "%s", text);
+  /* Stack i's first frame is function i's (the table is in id order). */
+  const char *at = text;
+  for (size_t i = 0; i < 4; i++) {
+    at = strstr(at, names[i]);
+    cr_assert(ne(ptr, (void *)at, NULL), "%s not in order: %s", names[i], text);
+    at++;
+  }
+  it_json_free(j);
+  it_free(&lines);
+  it_free(&table);
+  it_free(&r);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  cr_assert(eq(int, system(cmd), 0));
 }

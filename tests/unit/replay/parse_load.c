@@ -53,6 +53,10 @@ ParameterizedTestParameters(parse, valid) {
        140573312345856u, 0x7f8a40000000, 1024, 0x7f8a38001020, 14 * 3600 + 3 * 60 + 7 + 5e-6, true},
       {" 7 , 0.5 , FREE , 0X1F , 0 , 0 ", RP_LINE_FREE, 7, 0x1f, 0, 0, 0.5, false},
       {"0x1c,3,allocate,0x10,1,(nil)", RP_LINE_ALLOC, 0x1c, 0x10, 1, 0, 3, false},
+      /* CUDAPOOL_STACKS: a 7th column, Stack, the same event (empty off allocate lines) */
+      {"41,12.000000250,allocate,0x7f0000200000,512,0x55d0c0,17", RP_LINE_ALLOC, 41, 0x7f0000200000, 512,
+       0x55d0c0, 12.00000025, false},
+      {"41,13,free,0x7f0000200000,512,0x55d0c0,", RP_LINE_FREE, 41, 0x7f0000200000, 512, 0x55d0c0, 13, false},
   };
   return cr_make_param_array(struct good, p, sizeof p / sizeof p[0]);
 }
@@ -76,6 +80,10 @@ Test(parse, header_blank_comment) {
   const char *h = "Thread,Time,Action,Pointer,Size,Stream";
   cr_assert(eq(int, rp_parse_line(h, strlen(h), &l, err, sizeof err), 0));
   cr_assert(eq(int, (int)l.kind, RP_LINE_HEADER));
+  const char *with_stacks = "Thread,Time,Action,Pointer,Size,Stream,Stack";
+  l.kind = RP_LINE_BLANK;
+  cr_assert(eq(int, rp_parse_line(with_stacks, strlen(with_stacks), &l, err, sizeof err), 0));
+  cr_assert(eq(int, (int)l.kind, RP_LINE_HEADER));
   cr_assert(eq(int, rp_parse_line("  \r", 3, &l, err, sizeof err), 0));
   cr_assert(eq(int, (int)l.kind, RP_LINE_BLANK));
   cr_assert(eq(int, rp_parse_line("# note", 6, &l, err, sizeof err), 0));
@@ -96,8 +104,8 @@ struct bad {
 ParameterizedTestParameters(parse, invalid) {
   static struct bad p[] = {
       {"633,0.1,allocate,0x10", "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 4"},
-      {"633,0.1,allocate,0x10,8,(nil),x",
-       "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 7"},
+      {"633,0.1,allocate,0x10,8,(nil),3,x",
+       "expected 6 columns (Thread,Time,Action,Pointer,Size,Stream), found 8"},
       {"t633,0.1,allocate,0x10,8,(nil)", "bad Thread 't633'"},
       {"633,-0.1,allocate,0x10,8,(nil)", "bad Time '-0.1'"},
       {"633,1.,allocate,0x10,8,(nil)", "bad Time '1.'"},
