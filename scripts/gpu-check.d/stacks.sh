@@ -19,6 +19,10 @@ section_stacks() {
   shim_built || { record FAIL "stacks" "no shim to run under"; return; }
   local on off report=$WORK/stacks-report.json
   local -a envs=(env -u PYTORCH_CUDA_ALLOC_CONF PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 "${shim_vars[@]}")
+  # The walk dlopens libunwind.so.8: the carried copy where the machine has none.
+  if ! ldconfig -p 2>/dev/null | grep -q 'libunwind.so.8 ' && [ -f .gpu-carry/lib/libunwind.so.8 ]; then
+    envs+=(LD_LIBRARY_PATH="$PWD/.gpu-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  fi
   off=$WORK/stacks-off.json
   run "stacks off" 150 "$off.raw" "${envs[@]}" python3 bench/pytorch/transformer_step.py
   grep '^{' "$off.raw" | tail -n 1 >"$off"
