@@ -24,6 +24,21 @@ $(FAKECUDART_LIB): $(FAKECUDART_OBJS) tests/fakes/cudart/exports.map
 $(FAKECUDART_LINK): $(FAKECUDART_LIB)
 	$(call say,LN,$@)ln -sf libcudart.so.13 $@
 
+# A fake libcuda.so.1 with green contexts only, over the fake runtime
+# (tests/fakes/cudart/green/libcuda.c), for programs that link it as well.
+FAKEGREEN_DIR  := $(FAKECUDART_DIR)/green
+FAKEGREEN_LIB  := $(FAKEGREEN_DIR)/libcuda.so.1
+FAKEGREEN_LINK := $(FAKEGREEN_DIR)/libcuda.so
+
+$(FAKEGREEN_LIB): tests/fakes/cudart/green/libcuda.c tests/fakes/cudart/fakecuda.h $(FAKECUDART_LINK)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)$(CC) $(CFLAGS_BASE) -fvisibility=default $(CUDA_INC) -Itests/fakes/cudart -shared $< \
+	  -Wl,-soname,libcuda.so.1 -L$(FAKECUDART_DIR) -lcudart -Wl,-rpath,$(abspath $(FAKECUDART_DIR)) \
+	  -Wl,-z,defs $(LDFLAGS_BASE) -o $@
+
+$(FAKEGREEN_LINK): $(FAKEGREEN_LIB)
+	$(call say,LN,$@)ln -sf libcuda.so.1 $@
+
 # Test programs: plain C against the toolkit headers, linked to the fake.
 # PROG_CFLAGS_<name> adds flags for one program.
 PROGS_SRCS := $(wildcard tests/programs/runtime/*.c)
@@ -38,6 +53,9 @@ PROG_CFLAGS_live_extras := -rdynamic
 # its own folder (tests/programs/runtime/plugin/).
 RELOAD_PLUGIN   := $(BUILD)/progs/libreload_plugin.so
 PROG_LINK_reload := -ldl
+# green_ctx also links the fake libcuda of green contexts.
+PROG_LINK_green_ctx := -L$(FAKEGREEN_DIR) -lcuda -Wl,-rpath,$(abspath $(FAKEGREEN_DIR)) $(PROGS_LINK)
+$(BUILD)/progs/green_ctx: $(FAKEGREEN_LINK)
 
 $(BUILD)/progs/%: tests/programs/runtime/%.c $(wildcard tests/programs/runtime/*.h) tests/support/pool_probe.h \
                   include/cudapool.h $(FAKECUDART_LINK)

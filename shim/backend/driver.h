@@ -75,7 +75,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuDeviceSetMemPool)               \
   X(cuMemPoolSetAccess)               \
   X(cuMemPoolGetAttribute)            \
-  X(cuMemPoolTrimTo)
+  X(cuMemPoolTrimTo)                  \
+  X(cuGreenCtxStreamCreate)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
  * driver flavour cannot work without it. */
@@ -106,7 +107,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuMemUnmap, false)                    \
   X(cuMemSetAccess, false)                \
   X(cuDeviceGetDefaultMemPool, false)     \
-  X(cuDeviceGetUuid_v2, false)
+  X(cuDeviceGetUuid_v2, false)            \
+  X(cuStreamGetDevice, false)
 
 typedef struct cp_drv {
 #define CP_DRV_FIELD(name) __typeof__(name) *name;

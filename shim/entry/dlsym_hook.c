@@ -174,6 +174,7 @@ static const rule_t rules[] = {
     {"cuMemPoolSetAccess", 11020, false, "cuMemPoolSetAccess"},
     {"cuMemPoolGetAttribute", 11020, false, "cuMemPoolGetAttribute"},
     {"cuMemPoolTrimTo", 11020, false, "cuMemPoolTrimTo"},
+    {"cuGreenCtxStreamCreate", 12040, false, "cuGreenCtxStreamCreate"},
 };
 
 /* The newest CUDA the rules know: a request for a later version may get a

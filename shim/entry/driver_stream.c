@@ -2,7 +2,9 @@
  * primary-context entry points, wrapped for the bookkeeping a safe barrier
  * needs (device.h): cuStreamCreate(WithPriority), cuStreamDestroy_v2, the
  * capture begin/end calls, cuStreamSynchronize(_ptsz), cuCtxSynchronize(_v2),
- * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants).
+ * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants),
+ * cuGreenCtxStreamCreate (a green context's stream: a non-blocking stream of
+ * its device, whatever context is current).
  *
  * Each one makes the real call with the program's arguments and returns its
  * result unchanged; around it serve.c and capture.c record what the call
@@ -95,6 +97,23 @@ CUresult cp_w_cuStreamDestroy_v2(CUstream hStream) {
   CUresult rc = cp_drv.cuStreamDestroy_v2(hStream);
   /* Whoever destroyed it: a capture dies with its stream. */
   cp_serve_stream_destroyed(stream, rc == CUDA_SUCCESS);
+  return rc;
+}
+
+/* A green context's stream runs on its device beside the primary context's
+ * streams and may touch the pool's blocks (one address space), but no
+ * legacy-stream work orders it (it must be CU_STREAM_NON_BLOCKING): the
+ * device's barriers must reach it as a non-blocking stream of theirs. The
+ * call ignores the current context, so the device is the stream's own
+ * (cuStreamGetDevice, CUDA 12.8; an older driver leaves it unknown, as
+ * before). Known whatever layer serves: runtime programs call it too. */
+CUresult cp_w_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags, int priority) {
+  CP_DRV_NEED(cuGreenCtxStreamCreate);
+  CUresult rc = cp_drv.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
+  CUdevice id = -1;
+  if (rc == CUDA_SUCCESS && phStream && keeping_books() && cp_drv.cuStreamGetDevice &&
+      cp_drv.cuStreamGetDevice(*phStream, &id) == CUDA_SUCCESS && cp_device(id))
+    cp_serve_stream_created(cp_device(id), (uintptr_t)*phStream, true);
   return rc;
 }
 
@@ -194,3 +213,4 @@ CP_DRV_EXPORT(cuDevicePrimaryCtxReset)
 CP_DRV_EXPORT(cuDevicePrimaryCtxReset_v2)
 CP_DRV_EXPORT(cuDevicePrimaryCtxRelease)
 CP_DRV_EXPORT(cuDevicePrimaryCtxRelease_v2)
+CP_DRV_EXPORT(cuGreenCtxStreamCreate)

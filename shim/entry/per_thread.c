@@ -38,8 +38,14 @@ static inline bool ordering_only(const char *name) {
          __builtin_strcmp(name, "cudaStreamWaitEvent_ptsz") == 0;
 }
 
+static inline bool stream_wait(const char *name) {
+  return __builtin_strcmp(name, "cudaStreamWaitEvent") == 0 || __builtin_strcmp(name, "cudaStreamWaitEvent_ptsz") == 0;
+}
+
 static inline int seen(const char *name, cudaStream_t stream, cp_submit_api_t api) {
   if (!ordering_only(name)) return cp_order_submit(stream, api);
+  /* The fork of a fork/join capture: the stream may join one (device.h). */
+  if (stream_wait(name)) cp_stream_may_join(stream);
   if (api == CP_SUBMIT_PTDS || stream == cudaStreamPerThread || (api == CP_SUBMIT_PTSZ && !stream))
     cp_note_per_thread_stream();
   return -1;

@@ -238,11 +238,25 @@ static unsigned cuda_barrier_cost(void *ctx, int device) {
 }
 
 /* A fence: one event per live non-blocking stream plus one on the legacy
- * stream; complete when all are. */
+ * stream; complete when all are. `resets` is the device's reset count when
+ * it was recorded: a fence of a context that is gone (cudaDeviceReset, a
+ * primary context reset or released: cp_device_reset) belongs to the
+ * retired pool of that context, and its events died with it. A thread that
+ * was inside the old pool at the reset may still query, wait for or
+ * release it: it is then complete (nothing of that context runs any more),
+ * and its handles never reach the new context's spare events, where they
+ * could name an event the new context made meanwhile (two owners of one
+ * event: a fence recorded on one stream, then re-recorded on another, would
+ * no longer cover the first). */
 typedef struct cuda_fence {
+  unsigned resets;
   int n;
   cudaEvent_t events[];
 } cuda_fence_t;
+
+static bool fence_stale(cp_device_t *dev, const cuda_fence_t *f) {
+  return atomic_load_explicit(&dev->resets, memory_order_acquire) != f->resets;
+}
 
 static cudaEvent_t take_event(cp_device_t *dev) {
   if (dev->n_spare) return dev->spare_events[--dev->n_spare];
@@ -273,7 +287,10 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
   int n = atomic_load(&dev->live_nonblocking) + 1;
   cuda_fence_t *f = malloc(sizeof *f + (size_t)n * sizeof f->events[0]);
   bool ok = f != NULL;
-  if (f) f->n = 0;
+  if (f) {
+    f->n = 0;
+    f->resets = atomic_load_explicit(&dev->resets, memory_order_relaxed); /* under dev->lock, as the reset */
+  }
   cp_stream_entry_t *s, *tmp;
   void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
@@ -312,6 +329,7 @@ static int cuda_fence_query(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   const cp_api_t *api = API();
   cuda_fence_t *f = fence;
+  if (fence_stale(ctx, f)) return 1;
   int token = cp_device_enter(ctx), done = 1;
   for (int i = 0; i < f->n && done; i++) done = api->event_query(f->events[i]);
   cp_device_leave(token);
@@ -321,8 +339,9 @@ static int cuda_fence_query(void *ctx, int device, cp_fence_t fence) {
 static int cuda_fence_wait(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   const cp_api_t *api = API();
-  if (!cp_capture_relaxed_lock()) return -1;
   cuda_fence_t *f = fence;
+  if (fence_stale(ctx, f)) return 0;
+  if (!cp_capture_relaxed_lock()) return -1;
   int token = cp_device_enter(ctx), rc = 0;
   for (int i = 0; i < f->n && rc == 0; i++) rc = api->event_sync(f->events[i]);
   cp_device_leave(token);
@@ -334,8 +353,9 @@ static void cuda_fence_release(void *ctx, int device, cp_fence_t fence) {
   (void)device;
   cp_device_t *dev = ctx;
   cuda_fence_t *f = fence;
-  pthread_mutex_lock(&dev->lock);
-  for (int i = 0; i < f->n; i++) give_event(dev, f->events[i]);
+  pthread_mutex_lock(&dev->lock); /* cp_device_reset's: stale or not, not between */
+  if (!fence_stale(dev, f))
+    for (int i = 0; i < f->n; i++) give_event(dev, f->events[i]);
   pthread_mutex_unlock(&dev->lock);
   free(f);
 }

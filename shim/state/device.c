@@ -320,9 +320,16 @@ static void order_destroyed_stream(const cp_api_t *api, cp_device_t *dev, cp_str
   if (pre) {
     if (ev) api->event_destroy(ev);
     ev = pre;
-  } else if (!ev || api->stream_capturing(s->stream) == 1 || api->event_record(ev, s->stream) != 0) {
-    /* Joined to a capture (natively the destroy invalidates it): its work
-     * from before the join has nothing left to record it by. */
+  } else if (ev && api->stream_capturing(s->stream) == 1) {
+    /* Joined to a capture (natively the destroy invalidates it): nothing may
+     * be recorded on it now; its work from before the join is covered by
+     * the event recorded just before its wait (cp_stream_may_join). A join
+     * the shim did not see (an entry point it does not wrap) leaves none. */
+    if (!s->pre_join) {
+      api->event_destroy(ev);
+      return;
+    }
+  } else if (!ev || api->event_record(ev, s->stream) != 0) {
     if (ev) api->event_destroy(ev);
     return;
   }
@@ -359,6 +366,29 @@ void cp_stream_destroying(cudaStream_t stream) {
   for (int i = 0; i < CP_MAX_DEVICES; i++) {
     cp_device_t *dev = cp_device(i);
     if (atomic_load(&dev->live_streams) && stream_destroying_on(api, dev, stream, captures)) break;
+  }
+  cp_capture_unlock();
+}
+
+/* Under the capture lock for reading, so that no capture begins or ends
+ * across the record (the stream's own capture state is asked of CUDA: it
+ * may have joined one already, and a record would then join the capture). */
+void cp_stream_may_join(cudaStream_t stream) {
+  if (!cp_capture_count()) return;
+  const cp_api_t *api = cp_api();
+  if (!api || (uintptr_t)stream <= 2) return; /* 0, legacy, per-thread: never in the table */
+  cp_capture_read_lock(); /* lock order: capture, device */
+  void *pre;
+  for (int i = 0; i < CP_MAX_DEVICES && cp_capture_count() && !cp_capture_of((uintptr_t)stream, &pre); i++) {
+    cp_device_t *dev = cp_device(i);
+    if (!atomic_load(&dev->live_streams)) continue;
+    pthread_mutex_lock(&dev->lock);
+    cp_stream_entry_t *s;
+    HASH_FIND_PTR(dev->streams, &stream, s);
+    if (s && s->event && api->stream_capturing(stream) == 0 && api->event_record(s->event, stream) == 0)
+      s->pre_join = true;
+    pthread_mutex_unlock(&dev->lock);
+    if (s) break;
   }
   cp_capture_unlock();
 }

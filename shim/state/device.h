@@ -34,6 +34,10 @@ typedef struct cp_stream_entry {
   bool nonblocking;
   bool dirty;           /* it got work this window of the learned order (order.h) */
   uint64_t owed_window; /* the window whose owed ordering it has waited on */
+  /* `event` was recorded on it just before it waited on an event while a
+   * capture ran (cp_stream_may_join): it covers its work from before it
+   * joined a capture, if that wait joined one. */
+  bool pre_join;
   UT_hash_handle hh;
 } cp_stream_entry_t;
 
@@ -129,6 +133,13 @@ bool cp_device_stream_known(cp_device_t *dev, cudaStream_t stream);
  * legacy-stream work, so a barrier issued after it still covers that work:
  * at once when no capture runs, else through the device's orphan events. */
 void cp_stream_destroying(cudaStream_t stream);
+/* Before the program makes stream wait on an event while a capture runs
+ * (the wait may join the stream to the capture: the fork/join pattern): a
+ * known stream that is not capturing gets its event recorded first, which
+ * then covers its work from before the join. A destroy while it is joined,
+ * when nothing may be recorded on it, keeps that event for the next barrier
+ * (cp_stream_destroying). No capture running: nothing (one atomic load). */
+void cp_stream_may_join(cudaStream_t stream);
 /* The stream (known on some device) waits for the last barrier issued there:
  * a stream that was capturing was left out of the barriers meanwhile. */
 void cp_stream_after_barriers(cudaStream_t stream);

@@ -149,6 +149,8 @@ void fc_stream_link(fc_stream *s, enum fc_stream_kind kind, int dev, unsigned fl
 void fc_stream_unlink(fc_stream *s);
 cudaError_t fc_stream_get(cudaStream_t h, int ptsz, fc_stream **out);
 int fc_stream_blocking(const fc_stream *s);
+cudaError_t fc_stream_create_on(int dev, cudaStream_t *out, unsigned flags);
+int fc_stream_device(cudaStream_t h);
 double fc_now_ms(void);
 
 /* vc.c */

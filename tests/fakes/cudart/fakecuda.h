@@ -6,6 +6,7 @@
 #define FAKECUDA_H
 
 #include <stddef.h>
+#include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,13 @@ long fakecuda_races(void);
  * size in *size, when size is not NULL); NULL for anything that is not a
  * handle of the fake's. */
 void *fakecuda_ipc_base(const void *handle, size_t *size);
+/* For the fake driver of green contexts (tests/fakes/cudart/green/): a
+ * stream created on device dev with flags, as cudaStreamCreateWithFlags
+ * would on that device, but through no cuda* entry point (an interposer
+ * sees only the driver call that asked for it); and the device of a stream
+ * (-1 if the handle is not one). */
+cudaError_t fakecuda_stream_create_on(int dev, cudaStream_t *out, unsigned flags);
+int fakecuda_stream_device(cudaStream_t stream);
 
 #ifdef __cplusplus
 }

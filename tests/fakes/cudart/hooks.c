@@ -52,3 +52,17 @@ long fakecuda_races(void) {
   fc_unlock_only();
   return n;
 }
+
+cudaError_t fakecuda_stream_create_on(int dev, cudaStream_t *out, unsigned flags) {
+  fc_lock_only();
+  cudaError_t err = fc_stream_create_on(dev, out, flags);
+  fc_unlock_only();
+  return err;
+}
+
+int fakecuda_stream_device(cudaStream_t stream) {
+  fc_lock_only();
+  int dev = fc_stream_device(stream);
+  fc_unlock_only();
+  return dev;
+}

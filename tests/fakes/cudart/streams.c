@@ -13,16 +13,31 @@
 
 #define ENTER() fc_enter(__func__)
 
-static cudaError_t create(cudaStream_t *out, unsigned flags, int priority) {
+static cudaError_t create_on(int dev, cudaStream_t *out, unsigned flags, int priority) {
   if (!out || (flags & ~(unsigned)cudaStreamNonBlocking)) return cudaErrorInvalidValue;
   fc_stream *s = calloc(1, sizeof *s);
   if (!s) return cudaErrorMemoryAllocation;
-  fc_stream_link(s, FC_STREAM_CREATED, fc_cur_device(), flags);
+  fc_stream_link(s, FC_STREAM_CREATED, dev, flags);
   s->priority = priority > 0 ? 0 : priority < -5 ? -5 : priority;
   s->handle = (cudaStream_t)s;
   HASH_ADD(hh, fc.streams, handle, sizeof(cudaStream_t), s);
   *out = s->handle;
   return cudaSuccess;
+}
+
+static cudaError_t create(cudaStream_t *out, unsigned flags, int priority) {
+  return create_on(fc_cur_device(), out, flags, priority);
+}
+
+/* A green context's stream (fakecuda.h): a created stream of its device. */
+cudaError_t fc_stream_create_on(int dev, cudaStream_t *out, unsigned flags) {
+  if (dev < 0 || dev >= fc.ndev) return cudaErrorInvalidDevice;
+  return create_on(dev, out, flags, 0);
+}
+
+int fc_stream_device(cudaStream_t h) {
+  fc_stream *s;
+  return fc_stream_get(h, 0, &s) == cudaSuccess ? s->device : -1;
 }
 
 static void destroy(fc_stream *s) {

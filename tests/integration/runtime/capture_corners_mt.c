@@ -71,3 +71,34 @@ Test(shim_it_mt, fork_join_capture_joining_a_blocking_stream_survives_the_pool) 
   same("fork_join_blocking",
        "corner_fork_join_blocking: errors=0 begin=0 work=0 end=0 graph_null=0 races=0 last=0\n");
 }
+
+static void same_without_order(const char *which, const char *native) {
+  it_result n, s;
+  it_same(&n, &s, IT_ARGS("CUDAPOOL_LEARN_ORDER=0"), "capture_corners", IT_ARGS(which));
+  cr_assert(eq(str, (char *)it_compared(&n), (char *)native));
+  it_free(&n);
+  it_free(&s);
+}
+
+/* A stream joined to a relaxed capture (cudaStreamWaitEvent on an event
+ * recorded in it) and destroyed while joined: nothing may be recorded on it
+ * then, so its work from before the join is covered by the event recorded
+ * on it just before its wait (shim/state/device.c, cp_stream_may_join),
+ * kept as an orphan event for the next barrier. Before, the destroy dropped
+ * it and the barrier (learned order off) no longer knew the stream:
+ * races=1. The destroy invalidates the capture, natively too (end=901). */
+Test(shim_it_mt, stream_destroyed_while_joined_to_a_capture_is_ordered_before_reuse) {
+  const char *native = "corner_destroy_joined: errors=0 begin=0 work=0 destroy=0 end=901 graph_null=1 races=0 "
+                       "last=901\n";
+  same("destroy_joined", native);
+  same_without_order("destroy_joined", native);
+}
+
+/* Joined back and destroyed after the capture ended: an event recorded on
+ * it at the destroy covers everything (held before the fix too). */
+Test(shim_it_mt, stream_destroyed_after_its_joined_capture_ended_is_ordered_before_reuse) {
+  const char *native = "corner_destroy_joined_after_end: errors=0 begin=0 work=0 destroy=0 end=0 graph_null=0 "
+                       "races=0 last=0\n";
+  same("destroy_joined_after_end", native);
+  same_without_order("destroy_joined_after_end", native);
+}

@@ -7,7 +7,8 @@
  *
  *   capture_corners destroy_relaxed | destroy_threadlocal | destroy_own_capture |
  *                   destroy_then_legacy_sync | end_during_other |
- *                   fork_join_nonblocking | fork_join_blocking
+ *                   fork_join_nonblocking | fork_join_blocking |
+ *                   destroy_joined | destroy_joined_after_end
  *
  * destroy_*: memsets on non-blocking stream S write p and p2, both freed; a
  *   capture begins elsewhere (relaxed on non-blocking C in this thread, or
@@ -27,7 +28,14 @@
  * fork_join_*: a relaxed capture on non-blocking C forks to J (non-blocking
  *   or blocking) through an event recorded on C, and joins back; an
  *   allocation meanwhile that, under the shim, only a barrier could serve
- *   from freed blocks. The capture must end with a graph. */
+ *   from freed blocks. The capture must end with a graph.
+ * destroy_joined*: memsets on non-blocking stream J write p and p2, both
+ *   freed; a relaxed capture on non-blocking C forks to J through an event
+ *   recorded on C (J joins the capture); J is destroyed while joined (the
+ *   capture is then invalidated, natively too) and C's capture ends, or J
+ *   joins back into C, the capture ends, then J is destroyed; an allocation
+ *   (served after a barrier, under the shim) is written on the legacy
+ *   stream: J's work from before the join must be ordered first. */
 #include <pthread.h>
 #include <string.h>
 
@@ -188,6 +196,48 @@ static void fork_join(int blocking) {
   cudaStreamDestroy(j);
 }
 
+static void destroy_joined(int after_end) {
+  const char *tag = after_end ? "corner_destroy_joined_after_end" : "corner_destroy_joined";
+  cudaStream_t c, j;
+  cudaEvent_t forked, joined;
+  int errors = cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking) != cudaSuccess;
+  errors += cudaStreamCreateWithFlags(&j, cudaStreamNonBlocking) != cudaSuccess;
+  errors += cudaEventCreateWithFlags(&forked, cudaEventDisableTiming) != cudaSuccess;
+  errors += cudaEventCreateWithFlags(&joined, cudaEventDisableTiming) != cudaSuccess;
+  long r0 = fake_races();
+  void *p = NULL, *p2 = NULL, *q = NULL;
+  fake_hold(1);
+  errors += cudaMalloc(&p, MiB) != cudaSuccess; /* two fill a small-block segment of a pool */
+  errors += cudaMalloc(&p2, MiB) != cudaSuccess;
+  errors += cudaMemsetAsync(p, 1, MiB, j) != cudaSuccess;
+  errors += cudaMemsetAsync(p2, 1, MiB, j) != cudaSuccess;
+  errors += cudaFree(p) != cudaSuccess;
+  errors += cudaFree(p2) != cudaSuccess;
+  int begin = cudaStreamBeginCapture(c, cudaStreamCaptureModeRelaxed);
+  int work = cudaEventRecord(forked, c);
+  work |= cudaStreamWaitEvent(j, forked, 0);
+  int destroy = 0, graph_null = 0, end;
+  if (after_end) {
+    work |= cudaEventRecord(joined, j);
+    work |= cudaStreamWaitEvent(c, joined, 0);
+    end = end_capture(c, &graph_null);
+    destroy = cudaStreamDestroy(j);
+  } else {
+    destroy = cudaStreamDestroy(j);
+    end = end_capture(c, &graph_null);
+  }
+  errors += cudaMalloc(&q, MiB) != cudaSuccess;
+  errors += cudaMemsetAsync(q, 2, MiB, 0) != cudaSuccess;
+  errors += cudaFree(q) != cudaSuccess;
+  fake_hold(0);
+  printf("%s: errors=%d begin=%d work=%d destroy=%d end=%d graph_null=%d races=%ld last=%d\n", tag, errors, begin,
+         work, destroy, end, graph_null, fake_races() - r0, (int)cudaGetLastError());
+  printf("info: %s reused=%d\n", tag, q == p || q == p2);
+  cudaEventDestroy(forked);
+  cudaEventDestroy(joined);
+  cudaStreamDestroy(c);
+}
+
 int main(int argc, char **argv) {
   if (fake_calls("cudaMalloc") < 0) {
     printf("capture_corners: nofake\n");
@@ -208,9 +258,14 @@ int main(int argc, char **argv) {
     fork_join(0);
   else if (!strcmp(what, "fork_join_blocking"))
     fork_join(1);
+  else if (!strcmp(what, "destroy_joined"))
+    destroy_joined(0);
+  else if (!strcmp(what, "destroy_joined_after_end"))
+    destroy_joined(1);
   else {
     fprintf(stderr, "usage: capture_corners destroy_relaxed|destroy_threadlocal|destroy_own_capture|"
-                    "destroy_then_legacy_sync|end_during_other|fork_join_nonblocking|fork_join_blocking\n");
+                    "destroy_then_legacy_sync|end_during_other|fork_join_nonblocking|fork_join_blocking|"
+                    "destroy_joined|destroy_joined_after_end\n");
     return 2;
   }
   print_pool(0);
