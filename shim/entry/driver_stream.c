@@ -111,9 +111,17 @@ CUresult cp_w_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, un
   CP_DRV_NEED(cuGreenCtxStreamCreate);
   CUresult rc = cp_drv.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
   CUdevice id = -1;
-  if (rc == CUDA_SUCCESS && phStream && keeping_books() && cp_drv.cuStreamGetDevice &&
-      cp_drv.cuStreamGetDevice(*phStream, &id) == CUDA_SUCCESS && cp_device(id))
-    cp_serve_stream_created(cp_device(id), (uintptr_t)*phStream, true);
+  cp_device_t *dev = rc == CUDA_SUCCESS && phStream && keeping_books() && cp_drv.cuStreamGetDevice &&
+                             cp_drv.cuStreamGetDevice(*phStream, &id) == CUDA_SUCCESS
+                         ? cp_device(id)
+                         : NULL;
+  if (dev) {
+    /* Its events are the device's (primary context), whatever is current:
+     * the green context itself, or another device. */
+    int token = cp_device_enter(dev);
+    cp_serve_stream_created(dev, (uintptr_t)*phStream, true);
+    cp_device_leave(token);
+  }
   return rc;
 }
 
