@@ -47,7 +47,7 @@ section_shared() {
   fi
   if timeout 60 python3 -c 'import torch' >/dev/null 2>&1; then
     local -a py=(env -u PYTORCH_CUDA_ALLOC_CONF PYTHONUNBUFFERED=1)
-    run "torch pair caching" 180 "$WORK/tpair-caching.out" "${py[@]}" -u PYTORCH_NO_CUDA_MEMORY_CACHING \
+    run "torch pair caching" 180 "$WORK/tpair-caching.out" env -u PYTORCH_NO_CUDA_MEMORY_CACHING "${py[@]:1}" \
       python3 bench/pytorch/coop_pair.py
     line=$(grep -h '^take:' "$WORK/tpair-caching.out")
     case $line in *ok=0*) record PASS "torch pair, PyTorch's allocator" "$line (fails, as the issue says)" ;;
