@@ -7,7 +7,11 @@ what was used before the command started (every process the command starts
 counts: run it alone on the device). Exits with the command's status, or 2
 when NVML cannot be had.
 
-  nvml_peak.py [--period-ms 20] -- COMMAND [ARGS...]
+With --per-pid it also prints, for every process seen on the device while
+the command ran, "nvml: pid=PID peak_bytes=P" (its own used memory's peak,
+context included, from nvmlDeviceGetComputeRunningProcesses).
+
+  nvml_peak.py [--period-ms 20] [--per-pid] -- COMMAND [ARGS...]
 """
 
 import ctypes
@@ -16,15 +20,22 @@ import sys
 import threading
 
 
+class _Process(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong), ("gi", ctypes.c_uint), ("ci", ctypes.c_uint)]
+
+
 class _Memory(ctypes.Structure):
     _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
 
 
 def main(argv):
     period = 0.02
-    if argv[:1] == ["--period-ms"]:
-        period = float(argv[1]) / 1000
-        argv = argv[2:]
+    per_pid = False
+    while argv[:1] in (["--period-ms"], ["--per-pid"]):
+        if argv[0] == "--per-pid":
+            per_pid, argv = True, argv[1:]
+        else:
+            period, argv = float(argv[1]) / 1000, argv[2:]
     if argv[:1] != ["--"] or len(argv) < 2:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
@@ -41,6 +52,17 @@ def main(argv):
         m = _Memory()
         return m.used if nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(m)) == 0 else None
 
+    pids = {}
+
+    def sample_pids():
+        n = ctypes.c_uint(64)
+        procs = (_Process * 64)()
+        if nvml.nvmlDeviceGetComputeRunningProcesses_v3(handle, ctypes.byref(n), procs) != 0:
+            return
+        for p in procs[: n.value]:
+            if p.used < (1 << 62):
+                pids[p.pid] = max(pids.get(p.pid, 0), p.used)
+
     base = used() or 0
     peak = [0, 0]
     done = threading.Event()
@@ -51,12 +73,16 @@ def main(argv):
             if u is not None:
                 peak[0] = max(peak[0], u - base)
                 peak[1] += 1
+            if per_pid:
+                sample_pids()
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
     rc = subprocess.call(argv[1:])
     done.set()
     t.join()
+    for pid in sorted(pids):
+        print(f"nvml: pid={pid} peak_bytes={pids[pid]}", flush=True)
     print(f"nvml: peak_bytes={peak[0]} base_bytes={base} samples={peak[1]}", flush=True)
     return rc
 

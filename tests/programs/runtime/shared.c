@@ -6,7 +6,8 @@
  *                          holding 512 MiB until all do, then allocating
  *                          and freeing 256 MiB blocks ITERS times; each
  *                          reads the group's total from the budget file
- *                          after every allocation served. Prints per worker
+ *                          after every allocation served; all end together
+ *                          (none churns while another exits). Prints per worker
  *                          "worker: i=I status=S served=A refused=R over=O
  *                          badcode=B" (over: totals seen above the limit;
  *                          badcode: failures other than
@@ -147,6 +148,10 @@ static int worker(int iters, int rfd, int wfd) {
     if (n == 6 || err != cudaSuccess || rand() % 4 == 0)
       while (n > 0) cudaFree(blocks[--n]);
   }
+  /* All end together: a process's memory goes back to the driver only as
+   * it dies, so a peer still churning while one exits would measure the
+   * driver's teardown, not the limit. */
+  if (write(wfd, "y", 1) != 1 || read(rfd, &c, 1) != 1) return 3;
   cudaFree(base);
   printf("worker: served=%d refused=%d over=%d badcode=%d\n", served, refused, over, badcode);
   return 0;
@@ -174,6 +179,10 @@ static int churn(int n, int iters) {
   char c;
   for (int i = 0; i < n; i++)
     if (read(up[i][0], &c, 1) != 1) return 1;
+  for (int i = 0; i < n; i++)
+    if (write(down[i][1], "x", 1) != 1) return 1;
+  for (int i = 0; i < n; i++)
+    if (read(up[i][0], &c, 1) != 1) return 1; /* every worker done churning */
   for (int i = 0; i < n; i++)
     if (write(down[i][1], "x", 1) != 1) return 1;
   for (int i = 0; i < n; i++) {
