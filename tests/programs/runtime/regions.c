@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "progs.h"
@@ -24,7 +25,7 @@
 static int (*push)(const char *);
 static int (*pop)(void);
 static pthread_barrier_t allocated, done;
-static int errors;
+static _Atomic int errors; /* both threads of "threads" count into it */
 
 static void *alloc(size_t n) {
   void *p = NULL;
@@ -112,7 +113,7 @@ int main(int argc, char **argv) {
     nested(strcmp(what, "nvtx") == 0);
   }
   int pop_empty = pop(), push_empty = push(""), push_null = push(NULL);
-  printf("regions: errors=%d pop_empty=%d push_empty=%d push_null=%d einval=%d\n", errors, pop_empty, push_empty,
+  printf("regions: errors=%d pop_empty=%d push_empty=%d push_null=%d einval=%d\n", atomic_load(&errors), pop_empty, push_empty,
          push_null, EINVAL);
   return 0;
 }
