@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
     nested(strcmp(what, "nvtx") == 0);
   }
   int pop_empty = pop(), push_empty = push(""), push_null = push(NULL);
-  printf("regions: errors=%d pop_empty=%d push_empty=%d push_null=%d einval=%d\n", atomic_load(&errors), pop_empty, push_empty,
-         push_null, EINVAL);
+  printf("regions: errors=%d pop_empty=%d push_empty=%d push_null=%d einval=%d\n", atomic_load(&errors),
+         pop_empty, push_empty, push_null, EINVAL);
   return 0;
 }
