@@ -31,6 +31,51 @@ section_nvtx() {
     nvtx_pool_row "$mode"
     nvtx_off_row "$mode"
   done
+  nsys_row
+}
+
+# nsys_row: the shim's NVTX marks and ranges on an Nsight Systems timeline.
+nsys_row() {
+  local nsys rep=$WORK/nsys-marks out=$WORK/nsys-marks.out
+  nsys=$(command -v nsys 2>/dev/null || true)
+  local c
+  for c in /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
+    [ -n "$nsys" ] || [ ! -x "$c" ] || nsys=$c
+  done
+  if [ -z "$nsys" ]; then
+    record SKIP "nsys marks" "Nsight Systems (nsys) not found"
+    return 0
+  fi
+  # shellcheck disable=SC2016 # expanded by that sh, in the target
+  run "planted marks under nsys and the shim" 120 "$out" "$nsys" profile --trace=cuda,nvtx --sample=none \
+    --cpuctxsw=none --force-overwrite=true -o "$rep" env CUDAPOOL_LEARN_ORDER=0 CUDAPOOL_VERBOSE=1 \
+    sh -c 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$0" exec "$@"' "$SHIM" "$TESTS/planted" marks
+  if ! grep -q '^PLANTED marks: written' "$out"; then
+    record FAIL "nsys marks" "planted marks did not run under nsys (exit $rc: $(why_failed "$out"))"
+    return 0
+  fi
+  run "nsys export" 120 "$WORK/nsys-export.out" "$nsys" export --type sqlite --force-overwrite=true \
+    -o "$rep.sqlite" "$rep.nsys-rep"
+  local counts
+  counts=$(python3 - "$rep.sqlite" <<'PY' 2>&1
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cols = [r[1] for r in db.execute("PRAGMA table_info(NVTX_EVENTS)")]
+text = "COALESCE(e.text, s.value)" if "textId" in cols else "e.text"
+join = "LEFT JOIN StringIds s ON s.id = e.textId" if "textId" in cols else ""
+rows = db.execute(f"SELECT {text}, e.eventType, e.start, e.end FROM NVTX_EVENTS e {join}").fetchall()
+def count(prefix):
+    return sum(1 for t, _, _, _ in rows if t and t.startswith(prefix))
+print(f"barrier={count('cudapool barrier')} oom={count('cudapool out of memory')} "
+      f"empty_cache={count('cudapool_empty_cache')} domain={count('cudapool') - count('cudapool ') - count('cudapool_')}")
+PY
+)
+  echo "nsys events: $counts" >>"$LOG"
+  case "$counts" in
+    *"barrier=0"* | *"oom=0"* | *"empty_cache=0"* | "" | *Error*)
+      record FAIL "nsys marks" "not all on the timeline: ${counts:-no answer from the export}" ;;
+    *) record PASS "nsys marks" "on the Nsight Systems timeline: $counts" ;;
+  esac
 }
 
 # nvtx_memcheck LABEL OUTFILE [ENV=VALUE...] -- ARGS: planted ARGS under

@@ -4,7 +4,7 @@
  * section compares natively and under the shim: two of its modes are
  * meant to be caught.
  *
- * Usage: planted overrun|uaf|clean
+ * Usage: planted overrun|uaf|clean|marks
  *   overrun  one float written just past a 400-byte block (100 floats) that
  *            lies between two live blocks of the same pooled segment: inside
  *            the 512 bytes cudapool rounds the block to, outside the 400
@@ -16,6 +16,13 @@
  *            stays cached (a neighbour is still live). Reported natively;
  *            under the shim only with NVTX (a freed block has no region).
  *   clean    the same blocks used within their bounds: 0 errors anywhere.
+ *   marks    for Nsight Systems (gpu-check nvtx's nsys row): what makes
+ *            cudapool put its NVTX marks and ranges on a timeline: a block
+ *            freed while a non-blocking stream's kernel writes it and asked
+ *            for again (a barrier, with CUDAPOOL_LEARN_ORDER=0),
+ *            cudapool_empty_cache (looked up at run time: natively absent)
+ *            and a request no GPU can serve (out of memory). Prints
+ *            "PLANTED marks: written" and the results; exit 0.
  * Prints "PLANTED MODE: written" once the planted kernel was launched and
  * synchronised (its error, if memcheck made the kernel fail, is INFO), and
  * PASS clean when the clean mode read back what it wrote. Exit 0, except
@@ -70,15 +77,41 @@ static bool clean(void) {
   return true;
 }
 
+/* The marks mode (see the top). */
+static int marks(void) {
+  cudaStream_t s;
+  float *p = NULL, *q = NULL;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaMalloc(&p, 1 << 20));
+  write_at<<<1, 1, 0, s>>>(p, 0, 1.0f);
+  CHECK(cudaGetLastError());
+  CHECK(cudaFree(p));
+  CHECK(cudaMalloc(&q, 1 << 20));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaFree(q));
+  int (*empty_cache)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cudapool_empty_cache");
+  int emptied = empty_cache ? empty_cache(0) : -1;
+  void *huge = NULL;
+  cudaError_t oom = cudaMalloc(&huge, (size_t)1 << 50);
+  (void)cudaGetLastError();
+  printf("INFO planted marks: empty_cache=%s (%d) huge=%s\n", empty_cache ? "found" : "absent", emptied,
+         cudaGetErrorName(oom));
+  printf("PLANTED marks: written\n");
+  CHECK(cudaStreamDestroy(s));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
-  if (strcmp(mode, "overrun") != 0 && strcmp(mode, "uaf") != 0 && strcmp(mode, "clean") != 0) {
-    fprintf(stderr, "usage: planted overrun|uaf|clean\n");
+  if (strcmp(mode, "overrun") != 0 && strcmp(mode, "uaf") != 0 && strcmp(mode, "clean") != 0 &&
+      strcmp(mode, "marks") != 0) {
+    fprintf(stderr, "usage: planted overrun|uaf|clean|marks\n");
     return 2;
   }
   print_header("planted");
   if (skip_on_fake("planted", &g_fake)) return 0;
   CHECK(cudaFree(0)); /* create the context */
+  if (strcmp(mode, "marks") == 0) return marks();
   if (strcmp(mode, "clean") == 0) {
     run_test("clean", clean, NULL);
     return g_failures ? 1 : 0;
