@@ -73,6 +73,7 @@ static void run_source(void) {
   if (!result) PyErr_Print();
   cr_assert(not(eq(ptr, result, NULL)), "the source raised");
   Py_DecRef(result), Py_DecRef(globals), Py_DecRef(code);
+  cr_assert(eq(int, Py_FinalizeEx(), 0));
 }
 
 static void expect_texts(const capture_t *c, const char *what, int n, const char *const *texts) {
