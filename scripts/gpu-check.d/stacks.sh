@@ -53,6 +53,7 @@ a, b = off["step_ms_median"], on["step_ms_median"]
 print(f"INFO\tstep time, stacks off\t{a:.2f} ms (median)")
 print(f"INFO\tstep time, stacks on\t{b:.2f} ms (median), {100.0 * (b - a) / a:+.1f}%")
 print(f"INFO\tstack walker\t{rep.get('call_sites', {}).get('walker', '?')}")
+print(f"INFO\tPython\t{sys.version.split()[0]} ({sys.executable})")
 calls = rep.get("call_sites", {})
 sites = calls.get("at_peak", [])
 def pyframes(s):
