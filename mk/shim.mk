@@ -76,3 +76,27 @@ ifneq ($(SHIM_UNIT_SRCS),)
 ALL_TARGETS += $(SHIM_UNIT_BIN)
 TEST_BINS += $(SHIM_UNIT_BIN)
 endif
+
+# Python frames (tests/unit/pyframes/*.c): shim/state/pyframes*.c and
+# pylayout.c in a program that embeds the python3 on PATH, which runs Python
+# code calling back into the test through ctypes, with and without the GIL;
+# and the layout row of that Python's version against offsetof() in its
+# own internal headers (Py_BUILD_CORE). Built where python3-config and the
+# internal headers are installed (scripts/deps installs python3-dev).
+PY_CONFIG  ?= python3-config
+PY_INCLUDES := $(shell $(PY_CONFIG) --includes 2>/dev/null)
+PY_HEADER_DIR := $(patsubst -I%,%,$(firstword $(PY_INCLUDES)))
+ifneq ($(wildcard $(PY_HEADER_DIR)/internal/pycore_frame.h),)
+PY_EMBED_LDFLAGS := $(shell $(PY_CONFIG) --embed --ldflags 2>/dev/null)
+PYFRAMES_TEST_SRCS := $(wildcard tests/unit/pyframes/*.c)
+PYFRAMES_MODULES   := shim/state/pyframes.c shim/state/pyframes_raw.c shim/state/pylayout.c
+PYFRAMES_TEST_BIN  := $(BUILD)/tests/unit_pyframes_tests
+# Its own LeakSanitizer scope (lsan_python.c, among the sources): the
+# embedded Python's leaks are not ours.
+$(PYFRAMES_TEST_BIN): $(PYFRAMES_TEST_SRCS) $(PYFRAMES_MODULES) $(PYFRAMES_MODULES:.c=.h) shim/state/pylayout.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -Ishim -Ishim/state $(TEST_INC) $(subst -I,-isystem ,$(PY_INCLUDES)) -rdynamic \
+	  $(PYFRAMES_TEST_SRCS) $(PYFRAMES_MODULES) -o $@ -lcriterion $(PY_EMBED_LDFLAGS) -ldl $(LDFLAGS_BASE)
+ALL_TARGETS += $(PYFRAMES_TEST_BIN)
+TEST_BINS += $(PYFRAMES_TEST_BIN)
+endif

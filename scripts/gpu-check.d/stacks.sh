@@ -5,8 +5,12 @@
 # memory (the JSON report's call_sites), and the median step time with
 # stacks on against off (the cost of a stack walk per allocation; the walker,
 # libunwind or glibc, is the report's call_sites.walker).
-# SKIP when python3 cannot import torch; FAIL when a run fails or names no
-# Python frame.
+# PyTorch releases the GIL around its operators: these lines are read from
+# the allocating thread's frames without it (shim/state/pyframes_raw.c).
+# SKIP when python3 cannot import torch; FAIL when a run fails, names no
+# Python frame, when the top site at the peak is not a Python line or its
+# stack does not pass through a line of transformer_step.py, or when the
+# report says this Python's frames cannot be read without the GIL.
 # shellcheck shell=bash
 # shellcheck disable=SC2154 # rc is set by run (common.sh), shim_vars by setup.sh
 
@@ -49,11 +53,26 @@ a, b = off["step_ms_median"], on["step_ms_median"]
 print(f"INFO\tstep time, stacks off\t{a:.2f} ms (median)")
 print(f"INFO\tstep time, stacks on\t{b:.2f} ms (median), {100.0 * (b - a) / a:+.1f}%")
 print(f"INFO\tstack walker\t{rep.get('call_sites', {}).get('walker', '?')}")
-sites = rep.get("call_sites", {}).get("at_peak", [])
-python = [s for s in sites if any("python" in f for f in s["frames"])]
+print(f"INFO\tPython\t{sys.version.split()[0]} ({sys.executable})")
+calls = rep.get("call_sites", {})
+sites = calls.get("at_peak", [])
+def pyframes(s):
+    return [f["python"] for f in s["frames"] if "python" in f]
+def script_line(s):
+    return next((f for f in pyframes(s) if "transformer_step.py:" in f), None)
+python = [s for s in sites if pyframes(s)]
 for s in sites:
-    print(f"INFO\tsite at peak\t{s['bytes']} bytes, {s['blocks']} blocks, {100 * s['share']:.1f}% at {s['site']}")
+    print(f"INFO\tsite at peak\t{s['bytes']} bytes, {s['blocks']} blocks, {100 * s['share']:.1f}% at {s['site']}"
+          f" (script: {script_line(s) or '-'})")
 print(("PASS" if python else "FAIL") + f"\tsites name Python lines\t{len(python)} of {len(sites)} top sites")
+print(("FAIL" if "python_without_gil" in calls else "PASS") + "\tPython frames without the GIL\t"
+      + calls.get("python_without_gil", "read"))
+top = sites[0] if sites else None
+top_py = bool(top and pyframes(top) and top["site"] == pyframes(top)[0])
+print(("PASS" if top_py else "FAIL") + "\ttop site at peak is a Python line\t"
+      + (f"{top['site']}, {100 * top['share']:.1f}% of the peak" if top else "no site"))
+print(("PASS" if top_py and script_line(top) else "FAIL") + "\ttop site's stack reaches the script\t"
+      + ((script_line(top) or "no transformer_step.py frame") if top else "no site"))
 PY
 )
 }

@@ -1,8 +1,11 @@
-/* pyframes.c: Python frames through the C API found at run time (pyframes.h).
+/* pyframes.c: Python frames through the C API found at run time, or, for a
+ * thread that released the GIL, through pyframes_raw.c (pyframes.h).
  * Resolved once, on the first capture: Python is usually the executable or
  * loaded before the first allocation; a process without it pays one failed
  * lookup. */
 #include "pyframes.h"
+
+#include "pyframes_raw.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,6 +25,7 @@ static struct {
   void (*decref)(py_object *);
   void (*err_clear)(void);
   void *(*current_tstate)(void); /* NULL when neither name is exported */
+  void *(*this_tstate)(void);    /* the calling thread's own state; safe without the GIL */
 } py;
 static bool py_ok;
 static pthread_once_t py_once = PTHREAD_ONCE_INIT;
@@ -33,18 +37,17 @@ static void resolve(void) {
           PY_RESOLVE(get_frame, "PyEval_GetFrame") && PY_RESOLVE(frame_code, "PyFrame_GetCode") &&
           PY_RESOLVE(frame_line, "PyFrame_GetLineNumber") && PY_RESOLVE(frame_back, "PyFrame_GetBack") &&
           PY_RESOLVE(get_attr, "PyObject_GetAttrString") && PY_RESOLVE(as_utf8, "PyUnicode_AsUTF8") &&
-          PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_clear, "PyErr_Clear");
+          PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_clear, "PyErr_Clear") &&
+          PY_RESOLVE(this_tstate, "PyGILState_GetThisThreadState");
   /* PyGILState_Check says 1 on every thread once the GIL-state check is off
    * (subinterpreters turn it off): the thread's own state, read without a
    * check, tells whether it runs Python at all. */
   if (!PY_RESOLVE(current_tstate, "PyThreadState_GetUnchecked")) /* 3.13 */
     (void)(PY_RESOLVE(current_tstate, "_PyThreadState_UncheckedGet"));
+  if (py_ok) cp_pyframes_raw_start();
 }
 
-unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
-  pthread_once(&py_once, resolve);
-  if (!py_ok || !py.is_initialized() || !py.gil_check()) return 0;
-  if (py.current_tstate && !py.current_tstate()) return 0;
+static unsigned capture_holding_gil(cp_pyframe_t *out, unsigned max) {
   unsigned n = 0;
   py_object *frame = py.get_frame(); /* borrowed */
   bool owned = false;
@@ -52,6 +55,7 @@ unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
     py_object *code = py.frame_code(frame); /* new reference */
     out[n].code = (uintptr_t)code;
     out[n].line = (uintptr_t)py.frame_line(frame);
+    out[n].raw = false;
     n++;
     py.decref(code); /* the frame keeps it alive while we run */
     py_object *back = py.frame_back(frame); /* new reference */
@@ -62,6 +66,27 @@ unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
   return n;
 }
 
+unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
+  pthread_once(&py_once, resolve);
+  if (!py_ok || !py.is_initialized()) return 0;
+  void *mine = py.this_tstate();
+  /* Before 3.12 the "current" state is the GIL holder's, whichever thread
+   * that is: with the GIL-state check off, only our own state being the
+   * current one says that we hold it. */
+  bool held = py.gil_check();
+  if (held && py.current_tstate) {
+    void *current = py.current_tstate();
+    held = current && (!mine || current == mine);
+  }
+  if (held) return capture_holding_gil(out, max);
+  return mine ? cp_pyframes_raw_capture(mine, out, max) : 0;
+}
+
+const char *cp_pyframes_without_gil_unsupported(void) {
+  pthread_once(&py_once, resolve);
+  return py_ok ? cp_pyframes_raw_unsupported() : NULL;
+}
+
 static const char *attr_text(py_object *obj, const char *name, py_object **hold) {
   *hold = py.get_attr(obj, name);
   const char *text = *hold ? py.as_utf8(*hold) : NULL;
@@ -70,9 +95,15 @@ static const char *attr_text(py_object *obj, const char *name, py_object **hold)
 }
 
 void cp_pyframes_describe(const cp_pyframe_t *f, char *buf, size_t cap) {
+  if (f->raw) {
+    cp_pyframes_raw_describe(f, buf, cap);
+    return;
+  }
   py_object *file, *name;
   const char *file_text = attr_text((py_object *)f->code, "co_filename", &file);
-  const char *name_text = attr_text((py_object *)f->code, "co_name", &name);
+  /* the name the raw path reads too, so that a code object has one text */
+  const char *name_text = attr_text((py_object *)f->code, "co_qualname", &name);
+  if (!name) name_text = attr_text((py_object *)f->code, "co_name", &name); /* 3.10 */
   snprintf(buf, cap, "%s:%lu:%s", file_text, (unsigned long)f->line, name_text);
   if (file) py.decref(file);
   if (name) py.decref(name);

@@ -1,29 +1,42 @@
 /* pyframes.h: the Python frames of the calling thread, when the process
- * hosts CPython and the thread holds the GIL.
+ * hosts CPython and the thread has a Python thread state.
  *
  * Owns the run-time lookup (dlsym, nothing linked against Python) of the
  * few C API functions used: PyGILState_Check, Py_IsInitialized,
  * PyEval_GetFrame, PyFrame_GetCode, PyFrame_GetLineNumber, PyFrame_GetBack,
- * PyObject_GetAttrString, PyUnicode_AsUTF8, Py_DecRef. When one is missing
- * (no Python, or one older than 3.9) capture returns 0 frames, always.
- * A frame is kept as (code object address, line): cheap to take and to
- * compare; cp_pyframes_describe turns it into "file.py:LINE:func" and must
- * be called while the same thread still holds the GIL, before the code
- * object can go away. */
+ * PyObject_GetAttrString, PyUnicode_AsUTF8, Py_DecRef,
+ * PyGILState_GetThisThreadState. When one is missing (no Python, or one
+ * older than 3.9) capture returns 0 frames, always.
+ *
+ * Two paths, one result: a thread holding the GIL is read through the C
+ * API; a thread with a thread state that released the GIL (PyTorch's
+ * operators, ctypes.CDLL calls) is read from memory by pyframes_raw.c,
+ * without the GIL (3.10-3.13; other versions: no frames). A thread with no
+ * thread state has no Python frames. A frame is kept as (code object
+ * address, line), the same pair on both paths: cheap to take and to
+ * compare; cp_pyframes_describe turns it into "file.py:LINE:qualname" (the
+ * function's co_qualname, co_name before 3.11) and must be called by the
+ * capturing thread before it returns to Python (with the GIL still held on
+ * the first path), before the code object can go away. */
 #ifndef CUDAPOOL_SHIM_PYFRAMES_H
 #define CUDAPOOL_SHIM_PYFRAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct cp_pyframe {
   uintptr_t code;
   uintptr_t line;
+  bool raw; /* read without the GIL (pyframes_raw.c) */
 } cp_pyframe_t;
 
-/* Up to max frames, innermost first; 0 without Python or the GIL. */
+/* Up to max frames, innermost first; 0 without Python or a thread state. */
 unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max);
-/* "file.py:LINE:func" into buf (cap > 0), GIL held (right after capture). */
+/* "file.py:LINE:qualname" into buf (cap > 0), right after capture. */
 void cp_pyframes_describe(const cp_pyframe_t *f, char *buf, size_t cap);
+/* NULL unless the process hosts a CPython whose frames cannot be read
+ * without the GIL; then why (pyframes_raw.h), for the report. */
+const char *cp_pyframes_without_gil_unsupported(void);
 
 #endif

@@ -94,7 +94,8 @@ static void note_peak(size_t reserved_now) {
 }
 
 /* Lock held: the stack with this key, made (Python frames described: the
- * GIL is still held) when first seen; NULL when out of memory. */
+ * capturing thread has not returned to Python yet) when first seen; NULL
+ * when out of memory. */
 static stack_t *intern(const uintptr_t *key, unsigned n_native, unsigned n_py, const cp_pyframe_t *py) {
   size_t key_len = (n_native + 2 * (size_t)n_py) * sizeof(uintptr_t);
   stack_t *s;
@@ -375,8 +376,11 @@ void cp_stacks_report_text(FILE *out) {
   for (int pass = 0; pass < 2; pass++) {
     bool at_peak = pass == 0;
     int n = top_sites(at_peak, top);
-    if (at_peak)
-      fprintf(out, "cudapool: call sites at the peak of reserved memory (%" PRIu64 " bytes):\n", peak_reserved);
+    if (at_peak) {
+      const char *py_not_read = cp_pyframes_without_gil_unsupported();
+      fprintf(out, "cudapool: call sites at the peak of reserved memory (%" PRIu64 " bytes%s%s):\n", peak_reserved,
+              py_not_read ? "; no Python frames from threads without the GIL: " : "", py_not_read ? py_not_read : "");
+    }
     else if (n)
       fputs("cudapool: call sites of blocks never freed (at exit):\n", out);
     for (int i = 0; i < n; i++) {
@@ -419,6 +423,11 @@ void cp_stacks_report_json(FILE *out, void *unused) {
   json_sites(out, false);
   fputs(",\"walker\":", out);
   json_string(out, cp_stackwalk_name());
+  const char *py_not_read = cp_pyframes_without_gil_unsupported();
+  if (py_not_read) {
+    fputs(",\"python_without_gil\":", out);
+    json_string(out, py_not_read);
+  }
   fputc('}', out);
   pthread_mutex_unlock(&lock);
 }

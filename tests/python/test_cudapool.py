@@ -771,5 +771,69 @@ class CallSites(Child):
         self.assertEqual(rep["call_sites"]["at_exit"][0]["bytes"], 10 << 20)
 
 
+class CallSitesWithoutGil(Child):
+    """CUDAPOOL_STACKS in a Python program whose allocations go through
+    ctypes.CDLL, which releases the GIL around the call as PyTorch's
+    operators do: the thread's Python frames are read from memory, and the
+    call sites at the peak are exactly the three Python lines."""
+
+    CODE = """
+        def load_weights():
+            p = ctypes.c_void_p()
+            assert g.cudaMalloc(ctypes.byref(p), 4 << 20) == 0  # SITE weights
+            return p.value
+        def make_batch():
+            p = ctypes.c_void_p()
+            assert g.cudaMalloc(ctypes.byref(p), 3 << 20) == 0  # SITE batch
+            return p.value
+        class Model:
+            def activations(self):
+                p = ctypes.c_void_p()
+                assert g.cudaMalloc(ctypes.byref(p), 2 << 20) == 0  # SITE activations
+                return p.value
+        keep = [load_weights(), make_batch(), make_batch(), Model().activations()]  # SITE module
+        out(n=len(keep))
+    """
+
+    def run_report(self, fmt):
+        d = tempfile.mkdtemp()
+        report = os.path.join(d, "report")
+        try:
+            self.result(self.CODE, extra_env={"CUDAPOOL_STACKS": "1", "CUDAPOOL_STATS": report,
+                                              "CUDAPOOL_STATS_FORMAT": fmt})
+            with open(report) as f:
+                return f.read()
+        finally:
+            if os.path.exists(report):
+                os.remove(report)
+            os.rmdir(d)
+
+    def site(self, tag, function):
+        source = (PRELUDE + textwrap.dedent(self.CODE)).splitlines()
+        return "<string>:%d:%s" % (next(i + 1 for i, l in enumerate(source) if "# SITE " + tag in l), function)
+
+    def expected(self):
+        return [(self.site("batch", "make_batch"), 6 << 20, 2), (self.site("weights", "load_weights"), 4 << 20, 1),
+                (self.site("activations", "Model.activations"), 2 << 20, 1)]
+
+    def test_json_sites_at_the_peak_are_the_python_lines(self):
+        rep = json.loads(self.run_report("json"))
+        sites = rep["call_sites"]
+        self.assertEqual([(s["site"], s["bytes"], s["blocks"]) for s in sites["at_peak"]], self.expected(), rep)
+        for s in sites["at_peak"]:
+            pyframes = [f["python"] for f in s["frames"] if "python" in f]
+            self.assertEqual(pyframes, [s["site"], self.site("module", "<module>")], s)
+        self.assertEqual([(s["site"], s["bytes"]) for s in sites["at_exit"]], [e[:2] for e in self.expected()])
+        self.assertNotIn("python_without_gil", sites)  # this Python's frames are read
+
+    def test_text_report_names_the_python_lines(self):
+        text = self.run_report("text").splitlines()
+        head = next(i for i, l in enumerate(text) if l.startswith("cudapool: call sites at the peak"))
+        self.assertEqual(text[head], "cudapool: call sites at the peak of reserved memory (%d bytes):"
+                         % int(text[head].split("(")[1].split()[0]))
+        got = [(l.rsplit(" at ", 1)[1], int(l.split()[1]), int(l.split()[4])) for l in text[head + 1:head + 4]]
+        self.assertEqual(got, self.expected(), "\n".join(text))
+
+
 if __name__ == "__main__":
     unittest.main()
