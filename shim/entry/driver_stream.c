@@ -4,7 +4,8 @@
  * capture begin/end calls, cuStreamSynchronize(_ptsz), cuCtxSynchronize(_v2),
  * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants),
  * cuGreenCtxStreamCreate (a green context's stream: a non-blocking stream of
- * its device, whatever context is current).
+ * its device, whatever context is current), cuStreamWaitEvent(_ptsz) (a
+ * wait that may join the stream to a capture).
  *
  * Each one makes the real call with the program's arguments and returns its
  * result unchanged; around it serve.c and capture.c record what the call
@@ -125,6 +126,24 @@ CUresult cp_w_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, un
   return rc;
 }
 
+/* A wait on an event recorded in a capture joins the stream to it (the fork
+ * of a fork/join capture), and a destroy while joined may record nothing on
+ * it: as the runtime's cudaStreamWaitEvent (per_thread.c), the stream's
+ * event is recorded first while any capture runs (cp_stream_may_join), so
+ * its work from before the join stays ordered. The _ptsz twin's 0 is the
+ * per-thread stream, which is in no stream table: nothing to do for it. */
+CUresult cp_w_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  CP_DRV_NEED(cuStreamWaitEvent);
+  if (keeping_books()) cp_stream_may_join((cudaStream_t)hStream);
+  return cp_drv.cuStreamWaitEvent(hStream, hEvent, Flags);
+}
+
+CUresult cp_w_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  CP_DRV_NEED(cuStreamWaitEvent_ptsz);
+  if (keeping_books()) cp_stream_may_join((cudaStream_t)hStream);
+  return cp_drv.cuStreamWaitEvent_ptsz(hStream, hEvent, Flags);
+}
+
 /* ---- captures ------------------------------------------------------------------ */
 
 /* Begin: the real call under the capture lock; on success the capture is
@@ -222,3 +241,5 @@ CP_DRV_EXPORT(cuDevicePrimaryCtxReset_v2)
 CP_DRV_EXPORT(cuDevicePrimaryCtxRelease)
 CP_DRV_EXPORT(cuDevicePrimaryCtxRelease_v2)
 CP_DRV_EXPORT(cuGreenCtxStreamCreate)
+CP_DRV_EXPORT(cuStreamWaitEvent)
+CP_DRV_EXPORT(cuStreamWaitEvent_ptsz)

@@ -117,9 +117,10 @@ static bool capturing(const cp_stream_entry_t *s, void **pre_event) {
  * capture runs): then the legacy stream is free to use (it covers no
  * capturing stream), and the capturing streams are left alone, their
  * earlier work covered by their pre-capture events. A joined stream has no
- * such event (the join is a cudaStreamWaitEvent the shim does not see), and
- * a record or wait on it would join the barrier to the capture or break it:
- * ordering waits for its capture to end. */
+ * such event standing in for it (the shim sees its wait, but only CUDA
+ * knows whether the wait joined a capture), and a record or wait on it would
+ * join the barrier to the capture or break it: ordering waits for its
+ * capture to end. */
 static bool captures_allow_ordering(cp_device_t *dev) {
   unsigned n = (unsigned)cp_capture_count(), covered = 0;
   bool joined = false;
