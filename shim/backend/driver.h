@@ -78,7 +78,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuMemPoolTrimTo)                  \
   X(cuGreenCtxStreamCreate)           \
   X(cuStreamWaitEvent)                \
-  X(cuStreamWaitEvent_ptsz)
+  X(cuStreamWaitEvent_ptsz)           \
+  X(cuCtxEnablePeerAccess)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
  * driver flavour cannot work without it. The flavour also calls served ones

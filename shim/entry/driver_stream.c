@@ -5,7 +5,8 @@
  * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants),
  * cuGreenCtxStreamCreate (a green context's stream: a non-blocking stream of
  * its device, whatever context is current), cuStreamWaitEvent(_ptsz) (a
- * wait that may join the stream to a capture).
+ * wait that may join the stream to a capture), cuCtxEnablePeerAccess (a
+ * device given access to another's memory, state/peers.h).
  *
  * Each one makes the real call with the program's arguments and returns its
  * result unchanged; around it serve.c and capture.c record what the call
@@ -22,6 +23,7 @@
 #include "state/capture.h"
 #include "backend/driver.h"
 #include "serve/serve.h"
+#include "state/peers.h"
 #include "state/shim.h"
 
 static bool keeping_books(void) { return cp_inside == 0 && cp_hooking(); }
@@ -188,6 +190,31 @@ CP_END(cuStreamEndCapture)
 CP_END(cuStreamEndCapture_ptsz)
 #undef CP_END
 
+/* ---- peer access ------------------------------------------------------------------ */
+
+/* The device whose primary context is ctx, NULL for none (a context the
+ * program created). */
+static int device_of_primary(CUcontext ctx) {
+  int n = cp_device_count();
+  for (int i = 0; i < n && i < CP_MAX_DEVICES; i++)
+    if (cp_drv_primary(i) == ctx) return i;
+  return -1;
+}
+
+/* The current context's device may now touch peerContext's device's blocks
+ * with work its barriers must reach. Only primary contexts count: the pool
+ * serves no other, and knows no other's streams (state/peers.h). Seen
+ * whoever asks: the runtime's own enable reaches here too. */
+CUresult cp_w_cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  CP_DRV_NEED(cuCtxEnablePeerAccess);
+  CUresult rc = cp_drv.cuCtxEnablePeerAccess(peerContext, Flags);
+  if ((rc != CUDA_SUCCESS && rc != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) || !cp_hooking()) return rc;
+  cp_device_t *accessor = cp_drv_current_primary();
+  int owner = accessor ? device_of_primary(peerContext) : -1;
+  if (owner >= 0) cp_peers_enabled(cp_device_id(accessor), owner);
+  return rc;
+}
+
 /* ---- primary contexts ------------------------------------------------------------ */
 
 /* The context and all its memory are gone: the pool is dropped, not freed. */
@@ -243,3 +270,4 @@ CP_DRV_EXPORT(cuDevicePrimaryCtxRelease_v2)
 CP_DRV_EXPORT(cuGreenCtxStreamCreate)
 CP_DRV_EXPORT(cuStreamWaitEvent)
 CP_DRV_EXPORT(cuStreamWaitEvent_ptsz)
+CP_DRV_EXPORT(cuCtxEnablePeerAccess)
