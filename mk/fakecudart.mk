@@ -24,8 +24,8 @@ $(FAKECUDART_LIB): $(FAKECUDART_OBJS) tests/fakes/cudart/exports.map
 $(FAKECUDART_LINK): $(FAKECUDART_LIB)
 	$(call say,LN,$@)ln -sf libcudart.so.13 $@
 
-# A fake libcuda.so.1 with green contexts only, over the fake runtime
-# (tests/fakes/cudart/green/libcuda.c), for programs that link it as well.
+# A fake libcuda.so.1 with green contexts and stream waits only, over the fake
+# runtime (tests/fakes/cudart/green/libcuda.c), for programs that link it as well.
 FAKEGREEN_DIR  := $(FAKECUDART_DIR)/green
 FAKEGREEN_LIB  := $(FAKEGREEN_DIR)/libcuda.so.1
 FAKEGREEN_LINK := $(FAKEGREEN_DIR)/libcuda.so
@@ -53,9 +53,11 @@ PROG_CFLAGS_live_extras := -rdynamic
 # its own folder (tests/programs/runtime/plugin/).
 RELOAD_PLUGIN   := $(BUILD)/progs/libreload_plugin.so
 PROG_LINK_reload := -ldl
-# green_ctx also links the fake libcuda of green contexts.
+# green_ctx and capture_corners also link the fake libcuda beside the runtime
+# (green contexts, the driver's stream waits).
 PROG_LINK_green_ctx := -L$(FAKEGREEN_DIR) -lcuda -Wl,-rpath,$(abspath $(FAKEGREEN_DIR)) $(PROGS_LINK)
-$(BUILD)/progs/green_ctx: $(FAKEGREEN_LINK)
+PROG_LINK_capture_corners := $(PROG_LINK_green_ctx)
+$(BUILD)/progs/green_ctx $(BUILD)/progs/capture_corners: $(FAKEGREEN_LINK)
 
 $(BUILD)/progs/%: tests/programs/runtime/%.c $(wildcard tests/programs/runtime/*.h) tests/support/pool_probe.h \
                   include/cudapool.h $(FAKECUDART_LINK)

@@ -76,10 +76,14 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuMemPoolSetAccess)               \
   X(cuMemPoolGetAttribute)            \
   X(cuMemPoolTrimTo)                  \
-  X(cuGreenCtxStreamCreate)
+  X(cuGreenCtxStreamCreate)           \
+  X(cuStreamWaitEvent)                \
+  X(cuStreamWaitEvent_ptsz)           \
+  X(cuCtxEnablePeerAccess)
 
 /* Other driver functions the shim calls: X(name, needed). needed = the
- * driver flavour cannot work without it. */
+ * driver flavour cannot work without it. The flavour also calls served ones
+ * (cp_drv.cuStreamWaitEvent, which it needs: driver_api.c checks it). */
 #define CP_DRV_OTHERS(X)                  \
   X(cuCtxGetCurrent, true)                \
   X(cuCtxGetDevice, true)                 \
@@ -93,7 +97,6 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
   X(cuEventQuery, true)                   \
   X(cuEventSynchronize, true)             \
   X(cuEventDestroy_v2, true)              \
-  X(cuStreamWaitEvent, true)              \
   X(cuStreamQuery, false)                 \
   X(cuStreamIsCapturing, false)           \
   X(cuDeviceGetAttribute, false)          \

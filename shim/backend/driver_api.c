@@ -47,7 +47,7 @@ static void resolve(void) {
 #undef CP_DRV_RESOLVE
 #undef CP_DRV_RESOLVE2
   ok = ok && cp_drv.cuMemAlloc_v2 && cp_drv.cuMemFree_v2 && cp_drv.cuMemGetInfo_v2 &&
-       cp_drv.cuDevicePrimaryCtxRelease_v2;
+       cp_drv.cuDevicePrimaryCtxRelease_v2 && cp_drv.cuStreamWaitEvent;
   atomic_store(&state, ok ? DRV_READY : DRV_UNUSABLE);
 }
 

@@ -94,6 +94,7 @@ typedef cudaStream_t cp_st_t;
   X(cudaFreeAsync_ptsz, false, (void *p, cudaStream_t s), (p, s))                               \
   X(cudaIpcGetMemHandle, false, (cudaIpcMemHandle_t * h, void *p), (h, p))                      \
   X(cudaGetDeviceProperties, false, (struct cudaDeviceProp * p, int d), (p, d))                 \
+  X(cudaDeviceEnablePeerAccess, false, (int d, unsigned int f), (d, f))                         \
   CP_REAL_ASYNC_FUNCS(X)
 
 typedef struct cp_real {

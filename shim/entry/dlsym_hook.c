@@ -175,6 +175,9 @@ static const rule_t rules[] = {
     {"cuMemPoolGetAttribute", 11020, false, "cuMemPoolGetAttribute"},
     {"cuMemPoolTrimTo", 11020, false, "cuMemPoolTrimTo"},
     {"cuGreenCtxStreamCreate", 12040, false, "cuGreenCtxStreamCreate"},
+    {"cuStreamWaitEvent", 7000, true, "cuStreamWaitEvent_ptsz"},
+    {"cuStreamWaitEvent", 3020, false, "cuStreamWaitEvent"},
+    {"cuCtxEnablePeerAccess", 4000, false, "cuCtxEnablePeerAccess"},
 };
 
 /* The newest CUDA the rules know: a request for a later version may get a

@@ -4,7 +4,9 @@
  * capture begin/end calls, cuStreamSynchronize(_ptsz), cuCtxSynchronize(_v2),
  * cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease (both variants),
  * cuGreenCtxStreamCreate (a green context's stream: a non-blocking stream of
- * its device, whatever context is current).
+ * its device, whatever context is current), cuStreamWaitEvent(_ptsz) (a
+ * wait that may join the stream to a capture), cuCtxEnablePeerAccess (a
+ * device given access to another's memory, state/peers.h).
  *
  * Each one makes the real call with the program's arguments and returns its
  * result unchanged; around it serve.c and capture.c record what the call
@@ -21,6 +23,7 @@
 #include "state/capture.h"
 #include "backend/driver.h"
 #include "serve/serve.h"
+#include "state/peers.h"
 #include "state/shim.h"
 
 static bool keeping_books(void) { return cp_inside == 0 && cp_hooking(); }
@@ -125,6 +128,24 @@ CUresult cp_w_cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, un
   return rc;
 }
 
+/* A wait on an event recorded in a capture joins the stream to it (the fork
+ * of a fork/join capture), and a destroy while joined may record nothing on
+ * it: as the runtime's cudaStreamWaitEvent (per_thread.c), the stream's
+ * event is recorded first while any capture runs (cp_stream_may_join), so
+ * its work from before the join stays ordered. The _ptsz twin's 0 is the
+ * per-thread stream, which is in no stream table: nothing to do for it. */
+CUresult cp_w_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  CP_DRV_NEED(cuStreamWaitEvent);
+  if (keeping_books()) cp_stream_may_join((cudaStream_t)hStream);
+  return cp_drv.cuStreamWaitEvent(hStream, hEvent, Flags);
+}
+
+CUresult cp_w_cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  CP_DRV_NEED(cuStreamWaitEvent_ptsz);
+  if (keeping_books()) cp_stream_may_join((cudaStream_t)hStream);
+  return cp_drv.cuStreamWaitEvent_ptsz(hStream, hEvent, Flags);
+}
+
 /* ---- captures ------------------------------------------------------------------ */
 
 /* Begin: the real call under the capture lock; on success the capture is
@@ -168,6 +189,31 @@ CP_BEGIN(cuStreamBeginCaptureToGraph, mode,
 CP_END(cuStreamEndCapture)
 CP_END(cuStreamEndCapture_ptsz)
 #undef CP_END
+
+/* ---- peer access ------------------------------------------------------------------ */
+
+/* The device whose primary context is ctx, NULL for none (a context the
+ * program created). */
+static int device_of_primary(CUcontext ctx) {
+  int n = cp_device_count();
+  for (int i = 0; i < n && i < CP_MAX_DEVICES; i++)
+    if (cp_drv_primary(i) == ctx) return i;
+  return -1;
+}
+
+/* The current context's device may now touch peerContext's device's blocks
+ * with work its barriers must reach. Only primary contexts count: the pool
+ * serves no other, and knows no other's streams (state/peers.h). Seen
+ * whoever asks: the runtime's own enable reaches here too. */
+CUresult cp_w_cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  CP_DRV_NEED(cuCtxEnablePeerAccess);
+  CUresult rc = cp_drv.cuCtxEnablePeerAccess(peerContext, Flags);
+  if ((rc != CUDA_SUCCESS && rc != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) || !cp_hooking()) return rc;
+  cp_device_t *accessor = cp_drv_current_primary();
+  int owner = accessor ? device_of_primary(peerContext) : -1;
+  if (owner >= 0) cp_peers_enabled(cp_device_id(accessor), owner);
+  return rc;
+}
 
 /* ---- primary contexts ------------------------------------------------------------ */
 
@@ -222,3 +268,6 @@ CP_DRV_EXPORT(cuDevicePrimaryCtxReset_v2)
 CP_DRV_EXPORT(cuDevicePrimaryCtxRelease)
 CP_DRV_EXPORT(cuDevicePrimaryCtxRelease_v2)
 CP_DRV_EXPORT(cuGreenCtxStreamCreate)
+CP_DRV_EXPORT(cuStreamWaitEvent)
+CP_DRV_EXPORT(cuStreamWaitEvent_ptsz)
+CP_DRV_EXPORT(cuCtxEnablePeerAccess)

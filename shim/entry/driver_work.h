@@ -15,7 +15,8 @@
  * CP_DRV_WORK_BY_HAND is wrapped by hand (driver_work.c): its streams are
  * in an array. CP_DRV_NO_WORK touches no memory the pool hands out, or is
  * seen elsewhere: event records and stream waits (they order, they do not
- * touch memory), stream creation, destruction, queries, synchronisation,
+ * touch memory; driver_stream.c wraps the waits, which may join a capture),
+ * stream creation, destruction, queries, synchronisation,
  * attributes and captures, the stream-ordered allocations and frees
  * (driver_async.c, driver_mem.c), and graph instantiation (its upload stream
  * is inside its parameters; the runtime's twin is not work either, see

@@ -11,6 +11,7 @@
 
 #include "state/capture.h"
 #include "state/entry_stats.h"
+#include "state/peers.h"
 #include "backend/real.h"
 #include "serve/serve.h"
 #include "state/shim.h"
@@ -157,6 +158,18 @@ CP_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   cp_serve_stream_destroying((uintptr_t)stream);
   cudaError_t rc = cp_real.cudaStreamDestroy(stream);
   cp_serve_stream_destroyed((uintptr_t)stream, rc == cudaSuccess);
+  return rc;
+}
+
+/* From now on the current device may touch peerDevice's blocks with work
+ * that peerDevice's barriers must reach (state/peers.h). Already enabled:
+ * the same. */
+CP_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  if (!cp_shim_init()) return cp_real.cudaDeviceEnablePeerAccess(peerDevice, flags);
+  cudaError_t rc = cp_real.cudaDeviceEnablePeerAccess(peerDevice, flags);
+  int current = -1;
+  if ((rc == cudaSuccess || rc == cudaErrorPeerAccessAlreadyEnabled) && cp_real.cudaGetDevice(&current) == cudaSuccess)
+    cp_peers_enabled(current, peerDevice);
   return rc;
 }
 

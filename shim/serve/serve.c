@@ -12,6 +12,7 @@
 #include "state/entry_stats.h"
 #include "state/live.h"
 #include "state/nvtx.h"
+#include "state/peers.h"
 #include "state/reclaim.h"
 #include "state/shared_limit.h"
 #include "state/shim.h"
@@ -362,10 +363,12 @@ int cp_serve_free(const cp_layer_calls_t *layer, uintptr_t p) {
   }
   unsigned flags = 0;
   if (cp_opts.mode == CP_MODE_SYNC) {
-    /* The program may use the free as a barrier for host reads. */
+    /* The program may use the free as a barrier for host reads. It waits
+     * for the current device only, not for peers (state/peers.h): with
+     * peer access the block stays pending. */
     int rc = layer->synchronize();
     if (rc != 0) return rc;
-    flags = CP_FREE_DEVICE_IDLE;
+    if (!atomic_load_explicit(&cp_peers_seen, memory_order_acquire)) flags = CP_FREE_DEVICE_IDLE;
   }
   int rc = free_in_pools(p, CP_STREAM_DEVICE, flags);
   return rc == 0 ? 0 : layer->real_free(rc == EINVAL ? p | 1 : p);
@@ -484,7 +487,9 @@ void cp_serve_synced_stream(const cp_sync_t *s, bool ok, uintptr_t stream, bool 
 
 void cp_serve_synced_device(const cp_sync_t *s, bool ok) {
   if (s->dev && cp_trace_enabled()) cp_trace_sync_device();
-  if (ok && s->pool) cp_sync_device(s->pool, &s->mark);
+  /* A device with peers (state/peers.h): its synchronisation does not wait
+   * for their work on its blocks, so it completes nothing. */
+  if (ok && s->pool && !cp_device_peers(s->dev)) cp_sync_device(s->pool, &s->mark);
 }
 
 /* ---- streams --------------------------------------------------------------------- */

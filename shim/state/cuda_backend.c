@@ -37,7 +37,12 @@
  * ENOMEM like a full device's, so the pool's own retries (its cache
  * released) come first.
  *
- * Called by the core with the pool lock held; takes the device lock. */
+ * With peer access (peers.h) the barriers and fences of a device reach its
+ * peers' streams too: their work is ordered before the legacy stream's
+ * record, and a barrier makes them wait on E.
+ *
+ * Called by the core with the pool lock held; takes the device lock (and
+ * its peers', in device order). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -45,6 +50,7 @@
 #include "backend/cuda_vmm.h"
 #include "state/device.h"
 #include "state/nvtx.h"
+#include "state/peers.h"
 #include "state/reclaim.h"
 #include "state/shared_limit.h"
 #include "trace.h"
@@ -117,13 +123,17 @@ static bool capturing(const cp_stream_entry_t *s, void **pre_event) {
  * capture runs): then the legacy stream is free to use (it covers no
  * capturing stream), and the capturing streams are left alone, their
  * earlier work covered by their pre-capture events. A joined stream has no
- * such event (the join is a cudaStreamWaitEvent the shim does not see), and
- * a record or wait on it would join the barrier to the capture or break it:
- * ordering waits for its capture to end. */
-static bool captures_allow_ordering(cp_device_t *dev) {
+ * such event standing in for it (the shim sees its wait, but only CUDA
+ * knows whether the wait joined a capture), and a record or wait on it would
+ * join the barrier to the capture or break it: ordering waits for its
+ * capture to end. */
+static bool captures_allow_ordering(cp_device_t *dev, uint64_t peers) {
   unsigned n = (unsigned)cp_capture_count(), covered = 0;
   bool joined = false;
   if (n == 0) return cp_rule_ordering_allowed(0, 0, false);
+  /* A capture on a peer's stream is not covered (it counts in n); a peer's
+   * stream that joined one would be recorded on and waited on. */
+  if (peers && cp_peers_joined(API(), peers)) return cp_rule_ordering_allowed(n, covered, true);
   cp_stream_entry_t *s, *tmp;
   void *pre;
   HASH_ITER(hh, dev->streams, s, tmp) {
@@ -136,11 +146,7 @@ static bool captures_allow_ordering(cp_device_t *dev) {
   return cp_rule_ordering_allowed(n, covered, joined);
 }
 
-/* With the device lock held: the legacy stream made to wait for the work of
- * streams destroyed while a capture ran (device.h), unless it is done; each
- * event is dropped once waited on or found complete. False when a wait
- * failed (those events are kept). Clears *all_idle when one was waited on. */
-static bool order_orphans(const cp_api_t *api, cp_device_t *dev, bool *all_idle) {
+bool cp_device_order_orphans(const cp_api_t *api, cp_device_t *dev, bool *all_idle) {
   bool ok = true;
   int kept = 0;
   for (int i = 0; i < dev->n_orphans; i++) {
@@ -160,20 +166,22 @@ static bool order_orphans(const cp_api_t *api, cp_device_t *dev, bool *all_idle)
 }
 
 /* Ordering work (barriers, fences) is issued in the device's context, under
- * the device lock, and only where captures allow it (false: not now). */
-static bool ordering_begin(cp_device_t *dev, int *token) {
+ * the device lock and its peers' (peers.h: *peers, read once here), and only
+ * where captures allow it (false: not now). */
+static bool ordering_begin(cp_device_t *dev, int *token, uint64_t *peers) {
   if (!cp_capture_relaxed_lock()) return false;
+  *peers = cp_device_peers(dev);
   *token = cp_device_enter(dev);
-  pthread_mutex_lock(&dev->lock);
-  if (captures_allow_ordering(dev)) return true;
-  pthread_mutex_unlock(&dev->lock);
+  cp_peers_lock(dev, *peers);
+  if (captures_allow_ordering(dev, *peers)) return true;
+  cp_peers_unlock(dev, *peers);
   cp_device_leave(*token);
   cp_capture_unlock();
   return false;
 }
 
-static void ordering_end(cp_device_t *dev, int token) {
-  pthread_mutex_unlock(&dev->lock);
+static void ordering_end(cp_device_t *dev, int token, uint64_t peers) {
+  cp_peers_unlock(dev, peers);
   cp_device_leave(token);
   cp_capture_unlock();
 }
@@ -189,7 +197,8 @@ static int cuda_barrier(void *ctx, int device) {
     return 0;
   }
   int token;
-  if (!ordering_begin(dev, &token)) return -1;
+  uint64_t peers;
+  if (!ordering_begin(dev, &token, &peers)) return -1;
   const cp_api_t *api = API();
   bool ok = ensure_event(api, &dev->barrier_event);
   bool all_idle = ok; /* every non-blocking stream's past work is done */
@@ -206,14 +215,16 @@ static int cuda_barrier(void *ctx, int device) {
            api->stream_wait(cudaStreamLegacy, s->event) == 0;
     }
   }
-  ok = ok && order_orphans(api, dev, &all_idle);
+  ok = ok && cp_device_order_orphans(api, dev, &all_idle);
+  ok = ok && (!peers || cp_peers_order_before(api, dev, peers, &all_idle));
   /* The legacy stream idle too: no work from before the barrier is left to
-   * order anything after. Only with non-blocking streams live, where the
-   * query saves a record and a wait per stream (half the barrier's cost on
-   * the H200, docs/BENCHMARKS.md); without them the barrier is one record. */
-  if (all_idle && atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed) > 0 &&
+   * order anything after. Only with non-blocking streams (or peers) live,
+   * where the query saves a record and a wait per stream (half the
+   * barrier's cost on the H200, docs/BENCHMARKS.md); without them the
+   * barrier is one record. */
+  if (ok && all_idle && (atomic_load_explicit(&dev->live_nonblocking, memory_order_relaxed) > 0 || peers) &&
       api->stream_idle(cudaStreamLegacy)) {
-    ordering_end(dev, token);
+    ordering_end(dev, token, peers);
     return 0;
   }
   ok = ok && api->event_record(dev->barrier_event, cudaStreamLegacy) == 0;
@@ -222,7 +233,9 @@ static int cuda_barrier(void *ctx, int device) {
     if (ok && s->nonblocking && !capturing(s, &pre))
       ok = api->stream_wait(s->stream, dev->barrier_event) == 0;
   }
-  ordering_end(dev, token);
+  /* A peer's later work may touch a block handed out again too. */
+  ok = ok && (!peers || cp_peers_wait_on(api, peers, dev->barrier_event));
+  ordering_end(dev, token, peers);
   if (ok && cp_nvtx_on()) cp_nvtx_mark_barrier();
   return ok ? 0 : -1;
 }
@@ -283,7 +296,8 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
   cp_device_t *dev = ctx;
   const cp_api_t *api = API();
   int token;
-  if (!ordering_begin(dev, &token)) return -1;
+  uint64_t peers;
+  if (!ordering_begin(dev, &token, &peers)) return -1;
   int n = atomic_load(&dev->live_nonblocking) + 1;
   cuda_fence_t *f = malloc(sizeof *f + (size_t)n * sizeof f->events[0]);
   bool ok = f != NULL;
@@ -306,7 +320,9 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
     if (ev) f->events[f->n++] = ev;
   }
   bool all_idle = true; /* a fence records on the legacy stream whatever it says */
-  ok = ok && order_orphans(api, dev, &all_idle);
+  ok = ok && cp_device_order_orphans(api, dev, &all_idle);
+  /* The legacy event recorded below then covers the peers' work. */
+  ok = ok && (!peers || cp_peers_order_before(api, dev, peers, &all_idle));
   if (ok) {
     cudaEvent_t ev = take_event(dev);
     ok = ev && api->event_record(ev, cudaStreamLegacy) == 0;
@@ -317,7 +333,7 @@ static int cuda_fence_record(void *ctx, int device, cp_fence_t *out) {
     free(f);
     f = NULL;
   }
-  ordering_end(dev, token);
+  ordering_end(dev, token, peers);
   if (!f) return -1;
   *out = f;
   return 0;

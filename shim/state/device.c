@@ -93,7 +93,9 @@ cp_pool_t *cp_device_pool_or_create(cp_device_t *dev, cp_pool_t *(*create)(cp_de
 
 bool cp_device_nonblocking_live(const cp_device_t *dev) {
   cp_device_t *d = (cp_device_t *)dev;
-  return !cp_rule_legacy_sync_covers_device((unsigned)atomic_load(&d->live_nonblocking),
+  /* A peer's streams are not ordered by this device's legacy stream. */
+  unsigned peers = atomic_load(&d->peers) != 0;
+  return !cp_rule_legacy_sync_covers_device((unsigned)atomic_load(&d->live_nonblocking) + peers,
                                             (unsigned)atomic_load(&d->n_orphans));
 }
 
@@ -190,6 +192,7 @@ void cp_device_reset(cp_device_t *dev) {
   atomic_store(&dev->live_streams, 0);
   atomic_store(&dev->live_nonblocking, 0);
   dev->barrier_event = NULL;
+  dev->peer_event = NULL; /* its peers bits stay: peers.h */
   dev->n_spare = 0;
   dev->n_orphans = 0; /* gone with the context, as their streams */
   atomic_store(&dev->default_mempool, 0); /* the new context has its own */

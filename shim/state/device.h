@@ -62,6 +62,12 @@ typedef struct cp_device {
   _Atomic uintptr_t default_mempool; /* its default memory pool once asked, else 0 */
   atomic_uint resets;                /* cudaDeviceReset and primary-context releases seen */
   cp_order_t order;                  /* the stream order learned from submitted work (order.h) */
+  /* Bit i: device i may access this device's memory (peers.h). Set once,
+   * never cleared. */
+  _Atomic uint64_t peers;
+  /* This device's context's event recorded on its legacy stream by the
+   * barriers and fences of a device it may access (peers.c). */
+  cudaEvent_t peer_event;
 } cp_device_t;
 
 /* The device table; entries exist for ids 0..CP_MAX_DEVICES-1. */
@@ -116,8 +122,15 @@ void cp_device_reset(cp_device_t *dev);
 /* Whether work a legacy-stream synchronisation does not wait for may be
  * queued on it: a non-blocking stream the program created is live, or a
  * stream destroyed while a capture ran left an orphan event the legacy
- * stream has not been made to wait on yet. */
+ * stream has not been made to wait on yet, or another device may access
+ * its memory (peers.h). */
 bool cp_device_nonblocking_live(const cp_device_t *dev);
+/* With the device lock held and its context entered: the legacy stream made
+ * to wait for the work of streams destroyed while a capture ran, unless it
+ * is done; each event is dropped once waited on or found complete. False
+ * when a wait failed (those events are kept). Clears *all_idle when one was
+ * waited on. cuda_backend.c. */
+bool cp_device_order_orphans(const cp_api_t *api, cp_device_t *dev, bool *all_idle);
 /* Stream bookkeeping, called after the real call succeeded. Reporting a
  * known handle again updates it (a stream one layer created and the other
  * saw, or a handle reused after a destroy the shim missed). */
@@ -156,6 +169,8 @@ static inline uint64_t cp_device_reuse_key(cp_device_t *dev) {
   uint64_t order_key = cp_sole_device_with_pool() ? cp_order_key(&dev->order) : 0;
   if (order_key) return order_key;
   unsigned live = (unsigned)atomic_load_explicit(&dev->live_streams, memory_order_relaxed);
+  /* A peer's streams are live streams of this device's memory (peers.h). */
+  live += atomic_load_explicit(&dev->peers, memory_order_relaxed) != 0;
   bool per_thread = atomic_load_explicit(&cp_per_thread_stream_seen, memory_order_relaxed);
   return cp_rule_same_thread_keys(live, per_thread) ? cp_thread_key() : 0;
 }

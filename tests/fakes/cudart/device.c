@@ -1,7 +1,12 @@
 /* device.c: the fake devices: count, current device (per thread),
- * properties, attributes, versions, and cudaDeviceReset, which drops every
- * allocation, stream, event and capture of the current device (later frees
- * of its pointers fail with cudaErrorInvalidValue, as natively).
+ * properties, attributes, versions, peer access, and cudaDeviceReset, which
+ * drops every allocation, stream, event and capture of the current device
+ * (later frees of its pointers fail with cudaErrorInvalidValue, as
+ * natively) and the peer access it gave or had.
+ * Peer access is bookkeeping only: the fake lets any stream touch any
+ * device's memory, and its cudaFree waits for the freeing device's work
+ * alone (clock.c), peers' included or not (what a real cudaFree does is
+ * measured by tests/gpu/peer_race.cu).
  * Invariant: 0 <= current device < fc.ndev. */
 #include "fake.h"
 
@@ -106,9 +111,40 @@ cudaError_t cudaRuntimeGetVersion(int *v) {
   return fc_leave(cudaSuccess);
 }
 
+/* peer_on[a][b]: device a may access device b's memory. Under fc.lock. */
+static unsigned char peer_on[FC_MAX_DEVICES][FC_MAX_DEVICES];
+
+cudaError_t cudaDeviceCanAccessPeer(int *can, int dev, int peer) {
+  ENTER();
+  if (!can) return fc_leave(cudaErrorInvalidValue);
+  if (dev < 0 || dev >= fc.ndev || peer < 0 || peer >= fc.ndev) return fc_leave(cudaErrorInvalidDevice);
+  *can = dev != peer;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  ENTER();
+  int dev = fc_cur_device();
+  if (peer < 0 || peer >= fc.ndev || peer == dev) return fc_leave(cudaErrorInvalidDevice);
+  if (flags) return fc_leave(cudaErrorInvalidValue);
+  if (peer_on[dev][peer]) return fc_leave(cudaErrorPeerAccessAlreadyEnabled);
+  peer_on[dev][peer] = 1;
+  return fc_leave(cudaSuccess);
+}
+
+cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+  ENTER();
+  int dev = fc_cur_device();
+  if (peer < 0 || peer >= fc.ndev || peer == dev) return fc_leave(cudaErrorInvalidDevice);
+  if (!peer_on[dev][peer]) return fc_leave(cudaErrorPeerAccessNotEnabled);
+  peer_on[dev][peer] = 0;
+  return fc_leave(cudaSuccess);
+}
+
 cudaError_t cudaDeviceReset(void) {
   ENTER();
   int dev = fc_cur_device();
+  for (int i = 0; i < FC_MAX_DEVICES; i++) peer_on[dev][i] = peer_on[i][dev] = 0;
   fc_streams_drop_device(dev);
   fc_alloc_drop_device(dev);
   fc_clock_reset();

@@ -151,6 +151,7 @@ cudaError_t fc_stream_get(cudaStream_t h, int ptsz, fc_stream **out);
 int fc_stream_blocking(const fc_stream *s);
 cudaError_t fc_stream_create_on(int dev, cudaStream_t *out, unsigned flags);
 int fc_stream_device(cudaStream_t h);
+cudaError_t fc_stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags, int ptsz);
 double fc_now_ms(void);
 
 /* vc.c */

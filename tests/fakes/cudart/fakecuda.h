@@ -40,13 +40,18 @@ long fakecuda_races(void);
  * size in *size, when size is not NULL); NULL for anything that is not a
  * handle of the fake's. */
 void *fakecuda_ipc_base(const void *handle, size_t *size);
-/* For the fake driver of green contexts (tests/fakes/cudart/green/): a
+/* For the fake driver beside the runtime (tests/fakes/cudart/green/): a
  * stream created on device dev with flags, as cudaStreamCreateWithFlags
  * would on that device, but through no cuda* entry point (an interposer
  * sees only the driver call that asked for it); and the device of a stream
  * (-1 if the handle is not one). */
 cudaError_t fakecuda_stream_create_on(int dev, cudaStream_t *out, unsigned flags);
 int fakecuda_stream_device(cudaStream_t stream);
+/* For the same fake driver's cuStreamWaitEvent and cuStreamWaitEvent_ptsz
+ * (ptsz: 0 is the calling thread's per-thread stream): the wait of
+ * cudaStreamWaitEvent, joins to a capture included, through no cuda* entry
+ * point, as the real driver's call is. */
+cudaError_t fakecuda_stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, int ptsz);
 
 #ifdef __cplusplus
 }

@@ -66,3 +66,10 @@ int fakecuda_stream_device(cudaStream_t stream) {
   fc_unlock_only();
   return dev;
 }
+
+cudaError_t fakecuda_stream_wait_event(cudaStream_t stream, cudaEvent_t event, unsigned flags, int ptsz) {
+  fc_lock_only();
+  cudaError_t err = fc_stream_wait_event(stream, event, flags, ptsz);
+  fc_unlock_only();
+  return err;
+}

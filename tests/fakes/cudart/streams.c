@@ -253,6 +253,11 @@ static cudaError_t wait_event(cudaStream_t stream, cudaEvent_t h, unsigned flags
   int captured;
   return fc_submit(t, fc_clock_event_done(e) ? NULL : &e->vc, &captured);
 }
+/* The driver's cuStreamWaitEvent(_ptsz) of the fake libcuda beside the
+ * runtime (fakecuda.h): the same wait, through no cuda* entry point. */
+cudaError_t fc_stream_wait_event(cudaStream_t s, cudaEvent_t e, unsigned flags, int ptsz) {
+  return wait_event(s, e, flags, ptsz);
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
   ENTER();
   return fc_leave(wait_event(s, e, flags, 0));

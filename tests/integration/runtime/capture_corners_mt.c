@@ -102,3 +102,19 @@ Test(shim_it_mt, stream_destroyed_after_its_joined_capture_ended_is_ordered_befo
   same("destroy_joined_after_end", native);
   same_without_order("destroy_joined_after_end", native);
 }
+
+/* The same join through the driver's cuStreamWaitEvent and its _ptsz twin
+ * (shim/entry/driver_stream.c: the wrappers record the stream's event
+ * first, as the runtime's wait does). Before, the driver's wait was not
+ * seen, the destroy found no event covering J's work from before the join
+ * and dropped it: races=1 with the learned order off. */
+Test(shim_it_mt, stream_joined_through_the_driver_and_destroyed_is_ordered_before_reuse) {
+  static const char *const ways[] = {"destroy_joined_driver", "destroy_joined_driver_ptsz"};
+  for (int i = 0; i < 2; i++) {
+    char native[200];
+    snprintf(native, sizeof native,
+             "corner_%s: errors=0 begin=0 work=0 destroy=0 end=901 graph_null=1 races=0 last=901\n", ways[i]);
+    same(ways[i], native);
+    same_without_order(ways[i], native);
+  }
+}

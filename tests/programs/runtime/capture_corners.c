@@ -8,7 +8,8 @@
  *   capture_corners destroy_relaxed | destroy_threadlocal | destroy_own_capture |
  *                   destroy_then_legacy_sync | end_during_other |
  *                   fork_join_nonblocking | fork_join_blocking |
- *                   destroy_joined | destroy_joined_after_end
+ *                   destroy_joined | destroy_joined_after_end |
+ *                   destroy_joined_driver | destroy_joined_driver_ptsz
  *
  * destroy_*: memsets on non-blocking stream S write p and p2, both freed; a
  *   capture begins elsewhere (relaxed on non-blocking C in this thread, or
@@ -35,11 +36,18 @@
  *   capture is then invalidated, natively too) and C's capture ends, or J
  *   joins back into C, the capture ends, then J is destroyed; an allocation
  *   (served after a barrier, under the shim) is written on the legacy
- *   stream: J's work from before the join must be ordered first. */
+ *   stream: J's work from before the join must be ordered first.
+ *   destroy_joined_driver(_ptsz): J joins through the driver's
+ *   cuStreamWaitEvent (its _ptsz twin), the fake libcuda beside the runtime
+ *   (tests/fakes/cudart/green/), and is destroyed while joined. */
+#include <cuda.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "progs.h"
+
+/* Exported by libcuda; cuda.h declares it only for libcuda's own build. */
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
 
 static int end_capture(cudaStream_t s, int *graph_null) {
   cudaGraph_t g = NULL;
@@ -196,8 +204,20 @@ static void fork_join(int blocking) {
   cudaStreamDestroy(j);
 }
 
-static void destroy_joined(int after_end) {
-  const char *tag = after_end ? "corner_destroy_joined_after_end" : "corner_destroy_joined";
+/* How J waits on C's event: the runtime's call, or the driver's (the fake
+ * libcuda's, linked: the program calls it as a -lcuda program would). */
+enum join_by { JOIN_RUNTIME, JOIN_DRIVER, JOIN_DRIVER_PTSZ };
+
+static int join(enum join_by by, cudaStream_t j, cudaEvent_t e) {
+  if (by == JOIN_DRIVER) return cuStreamWaitEvent((CUstream)j, (CUevent)e, 0);
+  if (by == JOIN_DRIVER_PTSZ) return cuStreamWaitEvent_ptsz((CUstream)j, (CUevent)e, 0);
+  return cudaStreamWaitEvent(j, e, 0);
+}
+
+static void destroy_joined(int after_end, enum join_by by) {
+  static const char *const tags[] = {"corner_destroy_joined", "corner_destroy_joined_driver",
+                                     "corner_destroy_joined_driver_ptsz"};
+  const char *tag = after_end ? "corner_destroy_joined_after_end" : tags[by];
   cudaStream_t c, j;
   cudaEvent_t forked, joined;
   int errors = cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking) != cudaSuccess;
@@ -215,7 +235,7 @@ static void destroy_joined(int after_end) {
   errors += cudaFree(p2) != cudaSuccess;
   int begin = cudaStreamBeginCapture(c, cudaStreamCaptureModeRelaxed);
   int work = cudaEventRecord(forked, c);
-  work |= cudaStreamWaitEvent(j, forked, 0);
+  work |= join(by, j, forked);
   int destroy = 0, graph_null = 0, end;
   if (after_end) {
     work |= cudaEventRecord(joined, j);
@@ -259,13 +279,17 @@ int main(int argc, char **argv) {
   else if (!strcmp(what, "fork_join_blocking"))
     fork_join(1);
   else if (!strcmp(what, "destroy_joined"))
-    destroy_joined(0);
+    destroy_joined(0, JOIN_RUNTIME);
   else if (!strcmp(what, "destroy_joined_after_end"))
-    destroy_joined(1);
+    destroy_joined(1, JOIN_RUNTIME);
+  else if (!strcmp(what, "destroy_joined_driver"))
+    destroy_joined(0, JOIN_DRIVER);
+  else if (!strcmp(what, "destroy_joined_driver_ptsz"))
+    destroy_joined(0, JOIN_DRIVER_PTSZ);
   else {
     fprintf(stderr, "usage: capture_corners destroy_relaxed|destroy_threadlocal|destroy_own_capture|"
                     "destroy_then_legacy_sync|end_during_other|fork_join_nonblocking|fork_join_blocking|"
-                    "destroy_joined|destroy_joined_after_end\n");
+                    "destroy_joined|destroy_joined_after_end|destroy_joined_driver|destroy_joined_driver_ptsz\n");
     return 2;
   }
   print_pool(0);

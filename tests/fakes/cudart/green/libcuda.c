@@ -1,8 +1,11 @@
 /* libcuda.c: a fake libcuda.so.1 beside the fake runtime, with only the
- * green-context entry points a runtime program calls (cuGreenCtxCreate,
- * cuGreenCtxStreamCreate, cuGreenCtxDestroy) and cuStreamGetDevice, so that
- * a green context's stream can carry held work on the fake runtime and its
- * races be counted (tests/programs/runtime/green_ctx.c).
+ * driver entry points runtime programs call: the green-context ones
+ * (cuGreenCtxCreate, cuGreenCtxStreamCreate, cuGreenCtxDestroy) and
+ * cuStreamGetDevice, so that a green context's stream can carry held work on
+ * the fake runtime and its races be counted (tests/programs/runtime/
+ * green_ctx.c); and cuStreamWaitEvent(_ptsz), the runtime's wait made
+ * through the driver, joins to a capture included
+ * (tests/programs/runtime/capture_corners.c, destroy_joined_driver*).
  *
  * A green context is its device (the resource descriptor is not modelled);
  * its stream is a created non-blocking stream of that device in the fake
@@ -12,6 +15,7 @@
  * refused (CUDA_ERROR_INVALID_VALUE). Everything else of the driver is
  * missing, so cudapool finds this libcuda unusable for its driver layer and
  * serves the runtime's, as for a program that never loaded libcuda. */
+#define __CUDA_API_VERSION_INTERNAL 1 /* cuda.h declares the _ptsz variants too */
 #include <cuda.h>
 #include <stdlib.h>
 
@@ -53,4 +57,13 @@ CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device) {
   if (dev < 0) return CUDA_ERROR_INVALID_HANDLE;
   *device = dev;
   return CUDA_SUCCESS;
+}
+
+/* CUresult and cudaError_t share the numbers of every code the wait returns. */
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  return (CUresult)fakecuda_stream_wait_event((cudaStream_t)hStream, (cudaEvent_t)hEvent, Flags, 0);
+}
+
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  return (CUresult)fakecuda_stream_wait_event((cudaStream_t)hStream, (cudaEvent_t)hEvent, Flags, 1);
 }
