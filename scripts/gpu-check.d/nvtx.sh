@@ -32,6 +32,34 @@ section_nvtx() {
     nvtx_off_row "$mode"
   done
   nsys_row
+  marks_row
+}
+
+# marks_row: planted marks under the shim with the recording NVTX tool.
+marks_row() {
+  local cc=${CC:-cc} lib=$WORK/libnvtx_inject.so out=$WORK/nvtx-marks.out log=$WORK/nvtx-marks.log inc
+  inc=$(dirname "$(dirname "$NVCC")")/include
+  run "build the recording NVTX tool" 60 "$WORK/nvtx-inject-build.out" "$cc" -std=gnu11 -O2 -shared -fPIC \
+    -I"$inc" tests/fakes/nvtx/nvtx_inject.c -o "$lib" -lpthread
+  if [ "$rc" != 0 ]; then
+    record SKIP "nvtx marks" "tests/fakes/nvtx/nvtx_inject.c did not build (see $LOG)"
+    return 0
+  fi
+  : >"$log"
+  run "planted marks under the shim and the recording tool" 60 "$out" env NVTX_INJECTION64_PATH="$lib" \
+    NVTX_FAKE_LOG="$log" CUDAPOOL_LEARN_ORDER=0 LD_PRELOAD="$SHIM" "$TESTS/planted" marks
+  local barrier oom empty
+  barrier=$(grep -c '^mark cudapool barrier' "$log")
+  oom=$(grep -c '^mark cudapool out of memory' "$log")
+  empty=$(grep -c '^push cudapool_empty_cache' "$log")
+  cat "$log" >>"$LOG"
+  if ! grep -q '^PLANTED marks: written' "$out"; then
+    record FAIL "nvtx marks" "planted marks did not run (exit $rc: $(why_failed "$out"))"
+  elif [ "$barrier" -gt 0 ] && [ "$oom" -gt 0 ] && [ "$empty" -gt 0 ]; then
+    record PASS "nvtx marks" "an attached NVTX tool got barrier=$barrier oom=$oom empty_cache=$empty"
+  else
+    record FAIL "nvtx marks" "an attached NVTX tool got barrier=$barrier oom=$oom empty_cache=$empty"
+  fi
 }
 
 # nsys_row: the shim's NVTX marks and ranges on an Nsight Systems timeline.

@@ -82,11 +82,11 @@ static int marks(void) {
   cudaStream_t s;
   float *p = NULL, *q = NULL;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CHECK(cudaMalloc(&p, 1 << 20));
+  CHECK(cudaMalloc(&p, 4 << 20)); /* large pool: a 20 MiB segment */
   write_at<<<1, 1, 0, s>>>(p, 0, 1.0f);
   CHECK(cudaGetLastError());
   CHECK(cudaFree(p));
-  CHECK(cudaMalloc(&q, 1 << 20));
+  CHECK(cudaMalloc(&q, 4 << 20)); /* pending bytes >= the request: a barrier */
   CHECK(cudaStreamSynchronize(s));
   CHECK(cudaFree(q));
   int (*empty_cache)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cudapool_empty_cache");
