@@ -40,8 +40,8 @@ static void resolve(void) {
           PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_clear, "PyErr_Clear") &&
           PY_RESOLVE(this_tstate, "PyGILState_GetThisThreadState");
   /* PyGILState_Check says 1 on every thread once the GIL-state check is off
-   * (subinterpreters turn it off): the thread's own state, read without a
-   * check, tells whether it runs Python at all. */
+   * (subinterpreters turn it off): the current state, read without a check,
+   * compared with the thread's own, tells whether it holds the GIL. */
   if (!PY_RESOLVE(current_tstate, "PyThreadState_GetUnchecked")) /* 3.13 */
     (void)(PY_RESOLVE(current_tstate, "_PyThreadState_UncheckedGet"));
   if (py_ok) cp_pyframes_raw_start();
@@ -70,16 +70,15 @@ unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
   pthread_once(&py_once, resolve);
   if (!py_ok || !py.is_initialized()) return 0;
   void *mine = py.this_tstate();
+  if (!mine) return 0; /* no state of its own: no Python frames */
   /* Before 3.12 the "current" state is the GIL holder's, whichever thread
-   * that is: with the GIL-state check off, only our own state being the
-   * current one says that we hold it. */
+   * asks, and once a subinterpreter existed PyGILState_Check says 1 on every
+   * thread: only our own state being the current one says that we hold the
+   * GIL (3.12+: the current state is per thread; the test holds there too). */
   bool held = py.gil_check();
-  if (held && py.current_tstate) {
-    void *current = py.current_tstate();
-    held = current && (!mine || current == mine);
-  }
+  if (held && py.current_tstate) held = py.current_tstate() == mine;
   if (held) return capture_holding_gil(out, max);
-  return mine ? cp_pyframes_raw_capture(mine, out, max) : 0;
+  return cp_pyframes_raw_capture(mine, out, max);
 }
 
 const char *cp_pyframes_without_gil_unsupported(void) {

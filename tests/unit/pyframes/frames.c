@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "state/pyframes.h"
@@ -24,7 +25,7 @@ typedef struct capture {
   char text[MAX_FRAMES][512];
 } capture_t;
 
-enum { RELEASED, HELD, NO_STATE, PY_THREAD, N_CAPTURES };
+enum { RELEASED, HELD, NO_STATE, PY_THREAD, NO_STATE_GIL_HELD, N_CAPTURES };
 static capture_t captures[N_CAPTURES];
 
 static void take(capture_t *c) {
@@ -39,9 +40,11 @@ static void *thread_without_state(void *c) {
 
 __attribute__((visibility("default"))) void cp_test_probe(int which) {
   take(&captures[which]);
-  if (which == RELEASED) {
+  /* a C thread of the program's, while this thread holds the GIL or not */
+  if (which == RELEASED || which == HELD) {
     pthread_t t;
-    cr_assert(eq(int, pthread_create(&t, NULL, thread_without_state, &captures[NO_STATE]), 0));
+    capture_t *c = &captures[which == RELEASED ? NO_STATE : NO_STATE_GIL_HELD];
+    cr_assert(eq(int, pthread_create(&t, NULL, thread_without_state, c), 0));
     pthread_join(t, NULL);
   }
 }
@@ -62,9 +65,19 @@ static const char source[] = "import ctypes, threading\n"                  /* 1 
                              "t.start(); t.join()\n"                        /* 13 */
                              "Klasse().fläche_π()\n";                       /* 14 */
 
-static void run_source(void) {
+/* A subinterpreter made and ended first turns CPython's GIL-state check off
+ * for the rest of the process (PyGILState_Check then says 1 on every
+ * thread), as _xxsubinterpreters.create() does. */
+static void run_source_after(bool subinterpreter) {
   for (int i = 0; i < N_CAPTURES; i++) captures[i].n = -1;
   Py_InitializeEx(0);
+  if (subinterpreter) {
+    PyThreadState *main_state = PyThreadState_Get();
+    PyThreadState *sub = Py_NewInterpreter();
+    cr_assert(not(eq(ptr, sub, NULL)), "no subinterpreter");
+    Py_EndInterpreter(sub);
+    PyThreadState_Swap(main_state);
+  }
   PyObject *code = Py_CompileString(source, FILE_NAME, Py_file_input);
   cr_assert(not(eq(ptr, code, NULL)), "source does not compile");
   PyObject *globals = PyDict_New();
@@ -75,6 +88,8 @@ static void run_source(void) {
   Py_DecRef(result), Py_DecRef(globals), Py_DecRef(code);
   cr_assert(eq(int, Py_FinalizeEx(), 0));
 }
+
+static void run_source(void) { run_source_after(false); }
 
 static void expect_texts(const capture_t *c, const char *what, int n, const char *const *texts) {
   cr_assert(eq(int, c->n, n), "%s: %d frames", what, c->n);
@@ -104,6 +119,21 @@ Test(pyframes, both_paths_give_the_same_frames) {
 Test(pyframes, a_thread_without_python_state_has_no_python_frames) {
   run_source();
   cr_expect(eq(int, captures[NO_STATE].n, 0));
+  cr_expect(eq(int, captures[NO_STATE_GIL_HELD].n, 0));
+}
+
+/* Before 3.12 the "current" thread state is the GIL holder's, whoever asks:
+ * with the check off, a thread without a state of its own must not take the
+ * holder's frames (read without the GIL) for its own. */
+Test(pyframes, after_a_subinterpreter_a_thread_without_python_state_still_has_none) {
+  run_source_after(true);
+  cr_expect(eq(int, captures[NO_STATE_GIL_HELD].n, 0), "%d frames: %s", captures[NO_STATE_GIL_HELD].n,
+            captures[NO_STATE_GIL_HELD].text[0]);
+  cr_expect(eq(int, captures[NO_STATE].n, 0));
+  /* the threads with a state still read their own */
+  cr_expect(eq(int, captures[HELD].n, 3));
+  cr_expect(eq(int, captures[RELEASED].n, 3));
+  cr_expect(eq(int, captures[PY_THREAD].n >= 2, 1));
 }
 
 Test(pyframes, a_python_thread_reads_its_own_frames) {
