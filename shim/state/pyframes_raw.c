@@ -22,8 +22,7 @@
 #define OB_TYPE 8 /* PyObject.ob_type in the default header (checked at start) */
 
 static const cp_pylayout_t *layout; /* NULL: not read */
-static const void *code_type, *frame_type, *str_type;
-static int (*addr2line)(const void *code, int byte_offset);
+static const void *code_type, *frame_type, *str_type, *bytes_type;
 static char why_not[96];
 
 static uintptr_t load_ptr(const void *base, unsigned off) {
@@ -59,18 +58,19 @@ static bool debug_offsets_agree(const cp_pylayout_t *l) {
   return d->ts_current_frame == l->tstate_frame && d->fr_previous == l->frame_back &&
          d->fr_executable == l->frame_code && d->fr_instr_ptr == l->frame_instr && d->fr_owner == l->frame_owner &&
          d->co_filename == l->code_filename && d->co_qualname == l->code_name &&
+         d->co_linetable == l->code_linetable && d->co_firstlineno == l->code_firstlineno &&
          d->co_code_adaptive == l->code_adaptive;
 }
 
 void cp_pyframes_raw_start(void) {
   const char *(*get_version)(void);
   *(void **)&get_version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
-  *(void **)&addr2line = dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
   code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
   frame_type = dlsym(RTLD_DEFAULT, "PyFrame_Type");
   str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
   const void *type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
-  if (!get_version || !addr2line || !code_type || !frame_type || !str_type || !type_type) {
+  if (!get_version || !code_type || !frame_type || !str_type || !bytes_type || !type_type) {
     snprintf(why_not, sizeof why_not, "Python without the symbols needed");
     return;
   }
@@ -91,6 +91,16 @@ void cp_pyframes_raw_start(void) {
 
 const char *cp_pyframes_raw_unsupported(void) { return layout ? NULL : why_not; }
 
+int cp_pyframes_raw_line(const void *code, int byte_offset) {
+  if (!layout || !is_a((uintptr_t)code, code_type)) return -1;
+  uintptr_t table = load_ptr(code, layout->code_linetable);
+  if (!is_a(table, bytes_type)) return -1;
+  intptr_t len = (intptr_t)load_ptr((const void *)table, layout->bytes_size);
+  if (len < 0) return -1;
+  return cp_linetable_line(layout->linetable, (const uint8_t *)table + layout->bytes_data, (size_t)len,
+                           load_int(code, layout->code_firstlineno), byte_offset);
+}
+
 static uintptr_t innermost(const void *tstate) {
   uintptr_t p = load_ptr(tstate, layout->tstate_frame);
   if (p && layout->cframe_current != CP_PYOFF_NONE) p = load_ptr((const void *)p, layout->cframe_current);
@@ -110,7 +120,7 @@ static int interpreter_line(uintptr_t frame, uintptr_t *code_out, bool *stop) {
     return 0; /* incomplete: its prologue has not run */
   *code_out = code;
   /* the byte offset of the instruction, as _PyInterpreterFrame_LASTI * 2 */
-  return addr2line((const void *)code, (int)((intptr_t)(instr - first) / 2 * 2));
+  return cp_pyframes_raw_line((const void *)code, (int)((intptr_t)(instr - first) / 2 * 2));
 }
 
 /* 3.10: the line of a frame object (f_lineno while tracing, else from
@@ -120,7 +130,7 @@ static int object_line(uintptr_t frame, uintptr_t *code_out, bool *stop) {
   if (!is_a(code, code_type)) return *stop = true, 0;
   *code_out = code;
   int line = load_int((const void *)frame, layout->frame_lineno);
-  return line ? line : addr2line((const void *)code, load_int((const void *)frame, layout->frame_instr) * 2);
+  return line ? line : cp_pyframes_raw_line((const void *)code, load_int((const void *)frame, layout->frame_instr) * 2);
 }
 
 unsigned cp_pyframes_raw_capture(const void *tstate, cp_pyframe_t *out, unsigned max) {

@@ -11,9 +11,10 @@
  * Invariants: only the calling thread's own state is read, while that
  * thread is inside cudapool: its frame chain cannot change under us, and
  * its frames keep their code objects (and those their names) alive. Nothing
- * here takes the GIL, calls a C API function that needs it, or touches a
- * reference count; the one Python function called, PyCode_Addr2Line, only
- * reads the code object's line table (3.10-3.13). A walk stops at the
+ * here takes the GIL, calls a Python function or touches a reference
+ * count; lines come from the code object's co_linetable, decoded by
+ * pylinetable.c (never PyCode_Addr2Line: pylinetable.h says why). A walk
+ * stops at the
  * first object whose type is not the expected one (a frame on 3.10, a code
  * object) and after a bounded number of frames. A frame's text is made by
  * cp_pyframes_raw_describe while the thread is still inside cudapool.
@@ -36,6 +37,10 @@ unsigned cp_pyframes_raw_capture(const void *tstate, cp_pyframe_t *out, unsigned
 /* "file.py:LINE:qualname" into buf (cap > 0), by the thread that captured
  * f, before it returns to Python. */
 void cp_pyframes_raw_describe(const cp_pyframe_t *f, char *buf, size_t cap);
+/* The line of the instruction at byte_offset in code (a code object), as
+ * PyCode_Addr2Line answers, from co_linetable; -1 when this Python cannot
+ * be read or code is not a code object. */
+int cp_pyframes_raw_line(const void *code, int byte_offset);
 /* NULL when frames are read without the GIL; else why not, for the report
  * ("Python 3.14: no known layout"). */
 const char *cp_pyframes_raw_unsupported(void);

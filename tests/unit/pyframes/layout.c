@@ -30,6 +30,11 @@ Test(pylayout, row_of_the_local_python_matches_its_headers) {
   OFF(str_ascii_size, sizeof(PyASCIIObject));
   OFF(str_compact_size, sizeof(PyCompactUnicodeObject));
   OFF(code_filename, offsetof(PyCodeObject, co_filename));
+  OFF(code_linetable, offsetof(PyCodeObject, co_linetable));
+  OFF(code_firstlineno, offsetof(PyCodeObject, co_firstlineno));
+  OFF(bytes_size, offsetof(PyVarObject, ob_size));
+  OFF(bytes_data, offsetof(PyBytesObject, ob_sval));
+  cr_expect(eq(int, l->linetable, PY_MINOR_VERSION == 10 ? CP_LINETABLE_310 : CP_LINETABLE_311));
 #if PY_MINOR_VERSION == 10
   cr_expect(eq(int, l->kind, CP_PYFRAMES_OBJECTS));
   OFF(tstate_frame, offsetof(PyThreadState, frame));
