@@ -29,6 +29,7 @@ typedef struct capture {
   int n; /* -1: not taken */
   cp_pyframe_t f[MAX_FRAMES];
   char text[MAX_FRAMES][512];
+  char cut[10]; /* frame 0 described into too small a buffer */
 } capture_t;
 
 enum { RELEASED, HELD, NO_STATE, PY_THREAD, NO_STATE_GIL_HELD, N_CAPTURES };
@@ -37,6 +38,7 @@ static capture_t captures[N_CAPTURES];
 static void take(capture_t *c) {
   c->n = (int)cp_pyframes_capture(c->f, MAX_FRAMES);
   for (int i = 0; i < c->n; i++) cp_pyframes_describe(&c->f[i], c->text[i], sizeof c->text[i]);
+  if (c->n > 0) cp_pyframes_describe(&c->f[0], c->cut, sizeof c->cut);
 }
 
 static void *thread_without_state(void *c) {
@@ -120,6 +122,13 @@ Test(pyframes, both_paths_give_the_same_frames) {
   }
   cr_expect(eq(u64, captures[HELD].f[1].line, captures[RELEASED].f[1].line));
   cr_expect(eq(u64, captures[HELD].f[2].line, captures[RELEASED].f[2].line));
+}
+
+/* "/src/mod" then "è" (2 bytes) does not fit in 10 with its '\0', and
+ * nothing after it is added: a text cut short is a prefix of the whole. */
+Test(pyframes, a_text_cut_short_is_a_prefix_of_whole_code_points) {
+  run_source();
+  cr_expect(eq(str, captures[RELEASED].cut, "/src/mod"));
 }
 
 Test(pyframes, a_thread_without_python_state_has_no_python_frames) {
