@@ -177,7 +177,7 @@ unsigned cp_pyframes_raw_capture(const void *tstate, cp_pyframe_t *out, unsigned
     int line = layout->kind == CP_PYFRAMES_OBJECTS ? object_line(frame, &code, &stop)
                                                    : interpreter_line(frame, &code, &stop);
     if (stop) break;
-    if (code) out[n++] = (cp_pyframe_t){.code = code, .line = (uintptr_t)(unsigned)line, .raw = true};
+    if (code) out[n++] = (cp_pyframe_t){.code = code, .line = cp_pyframes_line(line), .raw = true};
     frame = load_ptr((const void *)frame, layout->frame_back);
   }
   return n;
@@ -275,11 +275,11 @@ void cp_pyframes_raw_describe(const cp_pyframe_t *f, char *buf, size_t cap) {
   text_t t = {buf, cap, 0, false};
   buf[0] = '\0';
   if (!layout || !is_a(f->code, code_type)) {
-    snprintf(buf, cap, "?:%lu:?", (unsigned long)f->line);
+    snprintf(buf, cap, "?:%ld:?", (long)(intptr_t)f->line);
     return;
   }
   char line[24];
-  int n = snprintf(line, sizeof line, ":%lu:", (unsigned long)f->line);
+  int n = snprintf(line, sizeof line, ":%ld:", (long)(intptr_t)f->line);
   put_str(&t, load_ptr((const void *)f->code, layout->code_filename));
   put(&t, line, (size_t)n);
   put_str(&t, load_ptr((const void *)f->code, layout->code_name));

@@ -32,7 +32,21 @@ typedef struct capture {
   char cut[10]; /* frame 0 described into too small a buffer */
 } capture_t;
 
-enum { RELEASED, HELD, NO_STATE, PY_THREAD, NO_STATE_GIL_HELD, N_CAPTURES };
+enum {
+  RELEASED,
+  HELD,
+  NO_STATE,
+  PY_THREAD,
+  NO_STATE_GIL_HELD,
+  NOLINE_RELEASED,
+  NOLINE_HELD,
+  GEN_RELEASED,
+  CORO_HELD,
+  CORO_RELEASED,
+  PENDING_ERROR,
+  N_CAPTURES
+};
+static bool error_kept; /* PENDING_ERROR: the probe's pending exception survived the capture */
 static capture_t captures[N_CAPTURES];
 
 static void take(capture_t *c) {
@@ -47,7 +61,12 @@ static void *thread_without_state(void *c) {
 }
 
 __attribute__((visibility("default"))) void cp_test_probe(int which) {
+  if (which == PENDING_ERROR) PyErr_SetString(PyExc_KeyError, "the program's own");
   take(&captures[which]);
+  if (which == PENDING_ERROR) {
+    error_kept = PyErr_ExceptionMatches(PyExc_KeyError);
+    PyErr_Clear();
+  }
   /* a C thread of the program's, while this thread holds the GIL or not */
   if (which == RELEASED || which == HELD) {
     pthread_t t;
@@ -71,7 +90,24 @@ static const char source[] = "import ctypes, threading\n"                  /* 1 
                              "    released(3)\n"                            /* 11 */
                              "t = threading.Thread(target=worker)\n"        /* 12 */
                              "t.start(); t.join()\n"                        /* 13 */
-                             "Klasse().fläche_π()\n";                       /* 14 */
+                             "Klasse().fläche_π()\n"                        /* 14 */
+                             "def noline():\n"                              /* 15 */
+                             "    released(5)\n"                            /* 16 */
+                             "    held(6)\n"                                /* 17 */
+                             "noline.__code__ = noline.__code__.replace(co_linetable=b'')\n"
+                             "noline()\n"                                   /* 19 */
+                             "def gen():\n"                                 /* 20 */
+                             "    released(7)\n"                            /* 21 */
+                             "    yield 1\n"                                /* 22 */
+                             "for _ in gen(): pass\n"                       /* 23 */
+                             "async def coro():\n"                          /* 24 */
+                             "    held(8)\n"                                /* 25 */
+                             "    released(9)\n"                            /* 26 */
+                             "try:\n"                                       /* 27 */
+                             "    coro().send(None)\n"                      /* 28 */
+                             "except StopIteration:\n"                      /* 29 */
+                             "    pass\n"                                   /* 30 */
+                             "held(10)\n";                                  /* 31 */
 
 /* A subinterpreter made and ended first turns CPython's GIL-state check off
  * for the rest of the process (PyGILState_Check then says 1 on every
@@ -167,4 +203,45 @@ Test(pyframes, a_python_thread_reads_its_own_frames) {
   size_t len = strlen(c->text[1]), name_len = strlen(run_name);
   cr_expect(len > name_len && strcmp(c->text[1] + len - name_len, run_name) == 0, "frame 1: %s", c->text[1]);
   for (int i = 0; i < c->n; i++) cr_expect(strstr(c->text[i], "<module>") == NULL, "frame %d: %s", i, c->text[i]);
+}
+
+/* A function without a line table: every instruction's line is -1, the
+ * same key and text read with the GIL or without it. */
+Test(pyframes, a_line_of_minus_one_is_one_key_on_both_paths) {
+  run_source();
+  const capture_t *released = &captures[NOLINE_RELEASED], *held = &captures[NOLINE_HELD];
+  cr_assert(eq(int, released->n, 2));
+  cr_assert(eq(int, held->n, 2));
+  cr_expect(released->f[0].raw);
+  cr_expect(not(held->f[0].raw));
+  cr_expect(eq(u64, released->f[0].code, held->f[0].code));
+  cr_expect(eq(u64, released->f[0].line, held->f[0].line));
+  cr_expect(eq(u64, released->f[0].line, (uintptr_t)(intptr_t)-1));
+  cr_expect(eq(str, (char *)released->text[0], FILE_NAME ":-1:noline"));
+  cr_expect(eq(str, (char *)held->text[0], FILE_NAME ":-1:noline"));
+}
+
+/* 3.11+: a generator's or coroutine's frame is owned by it, not the
+ * thread, and linked into the chain while it runs. */
+Test(pyframes, generator_and_coroutine_frames_are_read_on_both_paths) {
+  run_source();
+  static const char *const gen[] = {FILE_NAME ":21:gen", FILE_NAME ":23:<module>"};
+  static const char *const coro_held[] = {FILE_NAME ":25:coro", FILE_NAME ":28:<module>"};
+  static const char *const coro_released[] = {FILE_NAME ":26:coro", FILE_NAME ":28:<module>"};
+  expect_texts(&captures[GEN_RELEASED], "generator, GIL released", 2, gen);
+  expect_texts(&captures[CORO_HELD], "coroutine, GIL held", 2, coro_held);
+  expect_texts(&captures[CORO_RELEASED], "coroutine, GIL released", 2, coro_released);
+  cr_expect(captures[GEN_RELEASED].f[0].raw);
+  cr_expect(captures[CORO_RELEASED].f[0].raw);
+  cr_expect(not(captures[CORO_HELD].f[0].raw));
+  cr_expect(eq(u64, captures[CORO_HELD].f[0].code, captures[CORO_RELEASED].f[0].code));
+}
+
+/* A C extension may allocate with an exception set: describing the frames
+ * must leave it as it was. */
+Test(pyframes, a_pending_exception_survives_a_capture_under_the_gil) {
+  run_source();
+  static const char *const want[] = {FILE_NAME ":31:<module>"};
+  expect_texts(&captures[PENDING_ERROR], "exception pending", 1, want);
+  cr_expect(error_kept);
 }
