@@ -12,8 +12,9 @@
  * do not change within a minor version, which is what debuggers rely on.
  *
  * Invariants: a row's offsets are those of offsetof() in its version's
- * headers (tests/unit/pylayout checks the row of the Python installed
- * where the tests run); CP_PYOFF_NONE marks a field the version lacks.
+ * headers (tests/unit/pyframes/layout.c checks the row of the Python
+ * installed where the tests run against them, and every row against the
+ * reviewed values); CP_PYOFF_NONE marks a field the version lacks.
  * Pure data: no locking. */
 #ifndef CUDAPOOL_SHIM_PYLAYOUT_H
 #define CUDAPOOL_SHIM_PYLAYOUT_H
