@@ -132,11 +132,11 @@ BENCH_CMDS += $(SHIM_PAIR_BENCH)
 STACKS_BENCH := $(BUILD)/bench/stacks_bench
 # Built with frame pointers: one of the walks it measures follows them.
 $(STACKS_BENCH): bench/stacks_bench.c bench/bench_util.h shim/state/stacks.c shim/state/pyframes.c \
-                 shim/state/pyframes_raw.c shim/state/pylayout.c shim/state/pyframes_raw.h shim/state/pylayout.h \
+                 shim/state/pyframes_raw.c shim/state/pylayout.c shim/state/pylinetable.c shim/state/pyframes_raw.h shim/state/pylayout.h shim/state/pylinetable.h \
                  shim/state/stackwalk.c shim/state/stacks.h shim/state/pyframes.h shim/state/stackwalk.h \
                  common/options.h $(COMMON_LIB) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CFLAGS_BASE) -fno-omit-frame-pointer -Icommon -Ishim -Ishim/state $< \
-	  shim/state/stacks.c shim/state/pyframes.c shim/state/pyframes_raw.c shim/state/pylayout.c shim/state/stackwalk.c $(COMMON_LIB) -o $@ -ldl -lz $(LDFLAGS_BASE)
+	  shim/state/stacks.c shim/state/pyframes.c shim/state/pyframes_raw.c shim/state/pylayout.c shim/state/pylinetable.c shim/state/stackwalk.c $(COMMON_LIB) -o $@ -ldl -lz $(LDFLAGS_BASE)
 ALL_TARGETS += $(STACKS_BENCH)
 BENCH_CMDS += $(STACKS_BENCH)

@@ -89,7 +89,7 @@ PY_HEADER_DIR := $(patsubst -I%,%,$(firstword $(PY_INCLUDES)))
 ifneq ($(wildcard $(PY_HEADER_DIR)/internal/pycore_frame.h),)
 PY_EMBED_LDFLAGS := $(shell $(PY_CONFIG) --embed --ldflags 2>/dev/null)
 PYFRAMES_TEST_SRCS := $(wildcard tests/unit/pyframes/*.c)
-PYFRAMES_MODULES   := shim/state/pyframes.c shim/state/pyframes_raw.c shim/state/pylayout.c
+PYFRAMES_MODULES   := shim/state/pyframes.c shim/state/pyframes_raw.c shim/state/pylayout.c shim/state/pylinetable.c
 PYFRAMES_TEST_BIN  := $(BUILD)/tests/unit_pyframes_tests
 # Its own LeakSanitizer scope (lsan_python.c, among the sources): the
 # embedded Python's leaks are not ours.

@@ -23,10 +23,12 @@ static struct {
   py_object *(*get_attr)(py_object *, const char *);
   const char *(*as_utf8)(py_object *);
   void (*decref)(py_object *);
-  void (*err_clear)(void);
+  void (*err_fetch)(py_object **, py_object **, py_object **);
+  void (*err_restore)(py_object *, py_object *, py_object *);
   void *(*current_tstate)(void); /* NULL when neither name is exported */
   void *(*this_tstate)(void);    /* the calling thread's own state; safe without the GIL */
 } py;
+static const char *name_attr; /* co_qualname, co_name before 3.11 */
 static bool py_ok;
 static pthread_once_t py_once = PTHREAD_ONCE_INIT;
 
@@ -37,13 +39,17 @@ static void resolve(void) {
           PY_RESOLVE(get_frame, "PyEval_GetFrame") && PY_RESOLVE(frame_code, "PyFrame_GetCode") &&
           PY_RESOLVE(frame_line, "PyFrame_GetLineNumber") && PY_RESOLVE(frame_back, "PyFrame_GetBack") &&
           PY_RESOLVE(get_attr, "PyObject_GetAttrString") && PY_RESOLVE(as_utf8, "PyUnicode_AsUTF8") &&
-          PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_clear, "PyErr_Clear") &&
+          PY_RESOLVE(decref, "Py_DecRef") && PY_RESOLVE(err_fetch, "PyErr_Fetch") &&
+          PY_RESOLVE(err_restore, "PyErr_Restore") &&
           PY_RESOLVE(this_tstate, "PyGILState_GetThisThreadState");
   /* PyGILState_Check says 1 on every thread once the GIL-state check is off
-   * (subinterpreters turn it off): the thread's own state, read without a
-   * check, tells whether it runs Python at all. */
+   * (subinterpreters turn it off): the current state, read without a check,
+   * compared with the thread's own, tells whether it holds the GIL. */
   if (!PY_RESOLVE(current_tstate, "PyThreadState_GetUnchecked")) /* 3.13 */
     (void)(PY_RESOLVE(current_tstate, "_PyThreadState_UncheckedGet"));
+  /* co_qualname came in 3.11, as Py_Version did: asked for on 3.10 it would
+   * fail on every frame */
+  name_attr = dlsym(RTLD_DEFAULT, "Py_Version") ? "co_qualname" : "co_name";
   if (py_ok) cp_pyframes_raw_start();
 }
 
@@ -54,7 +60,7 @@ static unsigned capture_holding_gil(cp_pyframe_t *out, unsigned max) {
   while (frame && n < max) {
     py_object *code = py.frame_code(frame); /* new reference */
     out[n].code = (uintptr_t)code;
-    out[n].line = (uintptr_t)py.frame_line(frame);
+    out[n].line = cp_pyframes_line(py.frame_line(frame));
     out[n].raw = false;
     n++;
     py.decref(code); /* the frame keeps it alive while we run */
@@ -70,16 +76,15 @@ unsigned cp_pyframes_capture(cp_pyframe_t *out, unsigned max) {
   pthread_once(&py_once, resolve);
   if (!py_ok || !py.is_initialized()) return 0;
   void *mine = py.this_tstate();
+  if (!mine) return 0; /* no state of its own: no Python frames */
   /* Before 3.12 the "current" state is the GIL holder's, whichever thread
-   * that is: with the GIL-state check off, only our own state being the
-   * current one says that we hold it. */
+   * asks, and once a subinterpreter existed PyGILState_Check says 1 on every
+   * thread: only our own state being the current one says that we hold the
+   * GIL (3.12+: the current state is per thread; the test holds there too). */
   bool held = py.gil_check();
-  if (held && py.current_tstate) {
-    void *current = py.current_tstate();
-    held = current && (!mine || current == mine);
-  }
+  if (held && py.current_tstate) held = py.current_tstate() == mine;
   if (held) return capture_holding_gil(out, max);
-  return mine ? cp_pyframes_raw_capture(mine, out, max) : 0;
+  return cp_pyframes_raw_capture(mine, out, max);
 }
 
 const char *cp_pyframes_without_gil_unsupported(void) {
@@ -87,24 +92,30 @@ const char *cp_pyframes_without_gil_unsupported(void) {
   return py_ok ? cp_pyframes_raw_unsupported() : NULL;
 }
 
+/* GIL held, the program's error indicator put aside by the caller. */
 static const char *attr_text(py_object *obj, const char *name, py_object **hold) {
   *hold = py.get_attr(obj, name);
   const char *text = *hold ? py.as_utf8(*hold) : NULL;
-  if (!text) py.err_clear(); /* the program must not see our failed lookup */
   return text ? text : "?";
 }
 
 void cp_pyframes_describe(const cp_pyframe_t *f, char *buf, size_t cap) {
-  if (f->raw) {
+  /* The raw text for every frame wherever it can be read: one text a code
+   * object, made with no C API call; a frame taken under the GIL can be
+   * read the same way (its code object alive, the GIL held). */
+  if (f->raw || !cp_pyframes_raw_unsupported()) {
     cp_pyframes_raw_describe(f, buf, cap);
     return;
   }
+  /* A C extension may allocate with an exception pending: our lookups
+   * must neither see it nor leave one of their own. */
+  py_object *type, *value, *traceback;
+  py.err_fetch(&type, &value, &traceback);
   py_object *file, *name;
   const char *file_text = attr_text((py_object *)f->code, "co_filename", &file);
-  /* the name the raw path reads too, so that a code object has one text */
-  const char *name_text = attr_text((py_object *)f->code, "co_qualname", &name);
-  if (!name) name_text = attr_text((py_object *)f->code, "co_name", &name); /* 3.10 */
-  snprintf(buf, cap, "%s:%lu:%s", file_text, (unsigned long)f->line, name_text);
+  const char *name_text = attr_text((py_object *)f->code, name_attr, &name);
+  snprintf(buf, cap, "%s:%ld:%s", file_text, (long)(intptr_t)f->line, name_text);
   if (file) py.decref(file);
   if (name) py.decref(name);
+  py.err_restore(type, value, traceback);
 }

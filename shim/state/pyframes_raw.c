@@ -22,8 +22,8 @@
 #define OB_TYPE 8 /* PyObject.ob_type in the default header (checked at start) */
 
 static const cp_pylayout_t *layout; /* NULL: not read */
-static const void *code_type, *frame_type, *str_type;
-static int (*addr2line)(const void *code, int byte_offset);
+static const void *code_type, *frame_type, *str_type, *bytes_type;
+static int (*is_finalizing)(void);
 static char why_not[96];
 
 static uintptr_t load_ptr(const void *base, unsigned off) {
@@ -59,30 +59,61 @@ static bool debug_offsets_agree(const cp_pylayout_t *l) {
   return d->ts_current_frame == l->tstate_frame && d->fr_previous == l->frame_back &&
          d->fr_executable == l->frame_code && d->fr_instr_ptr == l->frame_instr && d->fr_owner == l->frame_owner &&
          d->co_filename == l->code_filename && d->co_qualname == l->code_name &&
+         d->co_linetable == l->code_linetable && d->co_firstlineno == l->code_firstlineno &&
          d->co_code_adaptive == l->code_adaptive;
 }
 
-void cp_pyframes_raw_start(void) {
+/* A Py_REF_DEBUG build (every Py_DEBUG one) exports its reference total
+ * under one of these names, by version; a release build none. */
+static bool ref_debug_build(void) {
+  return dlsym(RTLD_DEFAULT, "_Py_RefTotal") || dlsym(RTLD_DEFAULT, "_Py_GetRefTotal") ||
+         dlsym(RTLD_DEFAULT, "_Py_GetGlobalRefTotal");
+}
+
+/* 3.MINOR from Py_Version (3.11+: a constant), else from Py_GetVersion's
+ * "3.10.13 (main, ...)", which formats into a static buffer on each call
+ * (why it is not asked more than this once, nor on 3.11+). */
+static void python_version(long *major, long *minor) {
+  const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version");
+  if (hex) {
+    *major = (long)(*hex >> 24 & 0xff), *minor = (long)(*hex >> 16 & 0xff);
+    return;
+  }
   const char *(*get_version)(void);
   *(void **)&get_version = dlsym(RTLD_DEFAULT, "Py_GetVersion");
-  *(void **)&addr2line = dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
+  *major = *minor = -1;
+  if (!get_version) return;
+  const char *version = get_version();
+  char *end;
+  *major = strtol(version, &end, 10);
+  if (*end == '.') *minor = strtol(end + 1, NULL, 10);
+}
+
+void cp_pyframes_raw_start(void) {
+  if (UINTPTR_MAX != UINT64_MAX) { /* every row is a 64-bit build's */
+    snprintf(why_not, sizeof why_not, "not a 64-bit process");
+    return;
+  }
+  *(void **)&is_finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing"); /* 3.13 */
+  if (!is_finalizing) *(void **)&is_finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
   code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
   frame_type = dlsym(RTLD_DEFAULT, "PyFrame_Type");
   str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
   const void *type_type = dlsym(RTLD_DEFAULT, "PyType_Type");
-  if (!get_version || !addr2line || !code_type || !frame_type || !str_type || !type_type) {
+  if (!is_finalizing || !code_type || !frame_type || !str_type || !bytes_type || !type_type) {
     snprintf(why_not, sizeof why_not, "Python without the symbols needed");
     return;
   }
-  /* "3.11.7 (main, ...)": a static string, no GIL needed */
-  const char *version = get_version();
-  char *end;
-  long major = strtol(version, &end, 10), minor = *end == '.' ? strtol(end + 1, NULL, 10) : -1;
+  long major, minor;
+  python_version(&major, &minor);
   const cp_pylayout_t *l = cp_pylayout_for((int)major, (int)minor);
   if (!l)
     snprintf(why_not, sizeof why_not, "Python %ld.%ld: no known layout", major, minor);
   else if (load_ptr(code_type, OB_TYPE) != (uintptr_t)type_type)
     snprintf(why_not, sizeof why_not, "Python %ld.%ld: not the default object header", major, minor);
+  else if (minor < 13 && ref_debug_build()) /* 3.13's are checked against debug_offsets */
+    snprintf(why_not, sizeof why_not, "Python %ld.%ld: a debug build, its layout not checked", major, minor);
   else if (minor == 13 && !debug_offsets_agree(l))
     snprintf(why_not, sizeof why_not, "Python %ld.%ld: _PyRuntime.debug_offsets differ", major, minor);
   else
@@ -90,6 +121,16 @@ void cp_pyframes_raw_start(void) {
 }
 
 const char *cp_pyframes_raw_unsupported(void) { return layout ? NULL : why_not; }
+
+int cp_pyframes_raw_line(const void *code, int byte_offset) {
+  if (!layout || !is_a((uintptr_t)code, code_type)) return -1;
+  uintptr_t table = load_ptr(code, layout->code_linetable);
+  if (!is_a(table, bytes_type)) return -1;
+  intptr_t len = (intptr_t)load_ptr((const void *)table, layout->bytes_size);
+  if (len < 0) return -1;
+  return cp_linetable_line(layout->linetable, (const uint8_t *)table + layout->bytes_data, (size_t)len,
+                           load_int(code, layout->code_firstlineno), byte_offset);
+}
 
 static uintptr_t innermost(const void *tstate) {
   uintptr_t p = load_ptr(tstate, layout->tstate_frame);
@@ -110,7 +151,7 @@ static int interpreter_line(uintptr_t frame, uintptr_t *code_out, bool *stop) {
     return 0; /* incomplete: its prologue has not run */
   *code_out = code;
   /* the byte offset of the instruction, as _PyInterpreterFrame_LASTI * 2 */
-  return addr2line((const void *)code, (int)((intptr_t)(instr - first) / 2 * 2));
+  return cp_pyframes_raw_line((const void *)code, (int)((intptr_t)(instr - first) / 2 * 2));
 }
 
 /* 3.10: the line of a frame object (f_lineno while tracing, else from
@@ -120,11 +161,14 @@ static int object_line(uintptr_t frame, uintptr_t *code_out, bool *stop) {
   if (!is_a(code, code_type)) return *stop = true, 0;
   *code_out = code;
   int line = load_int((const void *)frame, layout->frame_lineno);
-  return line ? line : addr2line((const void *)code, load_int((const void *)frame, layout->frame_instr) * 2);
+  return line ? line : cp_pyframes_raw_line((const void *)code, load_int((const void *)frame, layout->frame_instr) * 2);
 }
 
 unsigned cp_pyframes_raw_capture(const void *tstate, cp_pyframe_t *out, unsigned max) {
-  if (!layout || !tstate) return 0;
+  /* Py_FinalizeEx frees the thread states of the threads still running
+   * (daemon threads, maybe inside a GIL-released call): from the moment it
+   * starts, no state but the finalizing thread's is read. */
+  if (!layout || !tstate || is_finalizing()) return 0;
   unsigned n = 0;
   uintptr_t frame = innermost(tstate);
   for (int hops = 0; frame && n < max && hops < HOPS_MAX; hops++) {
@@ -133,7 +177,7 @@ unsigned cp_pyframes_raw_capture(const void *tstate, cp_pyframe_t *out, unsigned
     int line = layout->kind == CP_PYFRAMES_OBJECTS ? object_line(frame, &code, &stop)
                                                    : interpreter_line(frame, &code, &stop);
     if (stop) break;
-    if (code) out[n++] = (cp_pyframe_t){.code = code, .line = (uintptr_t)(unsigned)line, .raw = true};
+    if (code) out[n++] = (cp_pyframe_t){.code = code, .line = cp_pyframes_line(line), .raw = true};
     frame = load_ptr((const void *)frame, layout->frame_back);
   }
   return n;
@@ -156,11 +200,15 @@ typedef struct str_state {
 typedef struct text {
   char *buf;
   size_t cap, len; /* buf[len] is '\0'; len < cap */
+  bool full;       /* something did not fit: nothing more is added, so the text is a prefix */
 } text_t;
 
 /* Appends n bytes, or nothing when they do not fit (a code point is never cut). */
 static void put(text_t *t, const char *s, size_t n) {
-  if (t->len + n >= t->cap) return;
+  if (t->full || t->len + n >= t->cap) {
+    t->full = true;
+    return;
+  }
   memcpy(t->buf + t->len, s, n);
   t->len += n;
   t->buf[t->len] = '\0';
@@ -204,10 +252,11 @@ static void put_str(text_t *t, uintptr_t obj) {
   if (st.ascii) {
     size_t room = t->cap - 1 - t->len;
     put(t, o + layout->str_ascii_size, (size_t)length < room ? (size_t)length : room);
+    t->full = t->full || (size_t)length >= room;
     return;
   }
   const char *data = o + layout->str_compact_size;
-  for (intptr_t i = 0; i < length && t->len + 1 < t->cap; i++) {
+  for (intptr_t i = 0; i < length && !t->full; i++) {
     uint32_t c;
     if (st.kind == 1) {
       c = ((const uint8_t *)data)[i];
@@ -223,14 +272,14 @@ static void put_str(text_t *t, uintptr_t obj) {
 }
 
 void cp_pyframes_raw_describe(const cp_pyframe_t *f, char *buf, size_t cap) {
-  text_t t = {buf, cap, 0};
+  text_t t = {buf, cap, 0, false};
   buf[0] = '\0';
   if (!layout || !is_a(f->code, code_type)) {
-    snprintf(buf, cap, "?:%lu:?", (unsigned long)f->line);
+    snprintf(buf, cap, "?:%ld:?", (long)(intptr_t)f->line);
     return;
   }
   char line[24];
-  int n = snprintf(line, sizeof line, ":%lu:", (unsigned long)f->line);
+  int n = snprintf(line, sizeof line, ":%ld:", (long)(intptr_t)f->line);
   put_str(&t, load_ptr((const void *)f->code, layout->code_filename));
   put(&t, line, (size_t)n);
   put_str(&t, load_ptr((const void *)f->code, layout->code_name));

@@ -3,19 +3,26 @@
  * calls release it), read from memory without the C API.
  *
  * Owns the choice, made once, of whether this process's CPython can be
- * read that way: a row of pylayout.c for its 3.MINOR (Py_GetVersion), the
- * default object header (PyCode_Type's ob_type at offset 8 is &PyType_Type:
- * not a free-threaded nor a Py_TRACE_REFS build), and on 3.13 the offsets
- * CPython publishes in _PyRuntime.debug_offsets agreeing with the row.
+ * read that way: a 64-bit process, a row of pylayout.c for its 3.MINOR
+ * (Py_Version, else Py_GetVersion on 3.10), the default object header
+ * (PyCode_Type's ob_type at offset 8 is &PyType_Type: not a free-threaded
+ * nor a Py_TRACE_REFS build), before 3.13 no debug build (one exporting its
+ * reference total: rows are release builds' and not checked against debug
+ * ones), and on 3.13 the offsets CPython publishes in
+ * _PyRuntime.debug_offsets agreeing with the row.
  *
  * Invariants: only the calling thread's own state is read, while that
  * thread is inside cudapool: its frame chain cannot change under us, and
  * its frames keep their code objects (and those their names) alive. Nothing
- * here takes the GIL, calls a C API function that needs it, or touches a
- * reference count; the one Python function called, PyCode_Addr2Line, only
- * reads the code object's line table (3.10-3.13). A walk stops at the
- * first object whose type is not the expected one (a frame on 3.10, a code
- * object) and after a bounded number of frames. A frame's text is made by
+ * here takes the GIL, touches a reference count or calls Python but for
+ * (_)Py_IsFinalizing (one atomic load); lines come from the code object's
+ * co_linetable, decoded by pylinetable.c (never PyCode_Addr2Line:
+ * pylinetable.h says why). A walk stops at the first object whose type is
+ * not the expected one (a frame on 3.10, a code object; a line table that
+ * is not a bytes object gives line -1) and after a bounded number of frames. No walk starts once the
+ * interpreter is finalizing (Py_FinalizeEx frees the states of threads
+ * still running); one that started just before races with it, a window
+ * only a daemon thread allocating at exit can hit. A frame's text is made by
  * cp_pyframes_raw_describe while the thread is still inside cudapool.
  *
  * Locking: cp_pyframes_raw_start runs once (pyframes.c's pthread_once);
@@ -36,6 +43,10 @@ unsigned cp_pyframes_raw_capture(const void *tstate, cp_pyframe_t *out, unsigned
 /* "file.py:LINE:qualname" into buf (cap > 0), by the thread that captured
  * f, before it returns to Python. */
 void cp_pyframes_raw_describe(const cp_pyframe_t *f, char *buf, size_t cap);
+/* The line of the instruction at byte_offset in code (a code object), as
+ * PyCode_Addr2Line answers, from co_linetable; -1 when this Python cannot
+ * be read or code is not a code object. */
+int cp_pyframes_raw_line(const void *code, int byte_offset);
 /* NULL when frames are read without the GIL; else why not, for the report
  * ("Python 3.14: no known layout"). */
 const char *cp_pyframes_raw_unsupported(void);

@@ -12,13 +12,16 @@
  * do not change within a minor version, which is what debuggers rely on.
  *
  * Invariants: a row's offsets are those of offsetof() in its version's
- * headers (tests/unit/pylayout checks the row of the Python installed
- * where the tests run); CP_PYOFF_NONE marks a field the version lacks.
+ * headers (tests/unit/pyframes/layout.c checks the row of the Python
+ * installed where the tests run against them, and every row against the
+ * reviewed values); CP_PYOFF_NONE marks a field the version lacks.
  * Pure data: no locking. */
 #ifndef CUDAPOOL_SHIM_PYLAYOUT_H
 #define CUDAPOOL_SHIM_PYLAYOUT_H
 
 #include <stdint.h>
+
+#include "pylinetable.h"
 
 #define CP_PYOFF_NONE 0xffffu
 
@@ -30,6 +33,7 @@ typedef enum cp_pyframe_kind {
 typedef struct cp_pylayout {
   int minor; /* Python 3.minor */
   cp_pyframe_kind_t kind;
+  cp_linetable_format_t linetable;
   /* PyThreadState: 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame. */
   uint16_t tstate_frame;
   /* _PyCFrame.current_frame (3.11/3.12: tstate_frame names the _PyCFrame). */
@@ -43,12 +47,16 @@ typedef struct cp_pylayout {
   int8_t owner_cstack;    /* FRAME_OWNED_BY_CSTACK (a shim frame), or -1 */
   uint16_t code_filename;
   uint16_t code_name;           /* co_qualname where it exists (3.11+), else co_name */
+  uint16_t code_linetable;      /* co_linetable (a bytes object; its format: pylinetable.h) */
+  uint16_t code_firstlineno;    /* co_firstlineno (int) */
   uint16_t code_firsttraceable; /* _co_firsttraceable (int), 3.11+ */
   uint16_t code_adaptive;       /* co_code_adaptive: the first code unit, 3.11+ */
   uint16_t str_length;          /* PyASCIIObject.length */
   uint16_t str_state;           /* PyASCIIObject.state */
   uint16_t str_ascii_size;      /* sizeof(PyASCIIObject): an ASCII compact string's text */
   uint16_t str_compact_size;    /* sizeof(PyCompactUnicodeObject): any other compact string's */
+  uint16_t bytes_size;          /* PyBytesObject's ob_size */
+  uint16_t bytes_data;          /* PyBytesObject.ob_sval, the bytes inline */
 } cp_pylayout_t;
 
 /* The row of Python 3.minor, or NULL for a version without one. */
