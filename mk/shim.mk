@@ -86,7 +86,7 @@ endif
 PY_CONFIG  ?= python3-config
 PY_INCLUDES := $(shell $(PY_CONFIG) --includes 2>/dev/null)
 PY_HEADER_DIR := $(patsubst -I%,%,$(firstword $(PY_INCLUDES)))
-ifneq ($(wildcard $(PY_HEADER_DIR)/internal/pycore_frame.h),)
+ifneq ($(wildcard $(PY_HEADER_DIR)/internal/pycore_code.h),)
 PY_EMBED_LDFLAGS := $(shell $(PY_CONFIG) --embed --ldflags 2>/dev/null)
 PYFRAMES_TEST_SRCS := $(wildcard tests/unit/pyframes/*.c)
 PYFRAMES_MODULES   := shim/state/pyframes.c shim/state/pyframes_raw.c shim/state/pylayout.c shim/state/pylinetable.c

@@ -814,7 +814,8 @@ class CallSitesWithoutGil(Child):
 
     def expected(self):
         return [(self.site("batch", "make_batch"), 6 << 20, 2), (self.site("weights", "load_weights"), 4 << 20, 1),
-                (self.site("activations", "Model.activations"), 2 << 20, 1)]
+                (self.site("activations", "Model.activations" if sys.version_info >= (3, 11) else "activations"),
+                 2 << 20, 1)]  # 3.10's code objects have no co_qualname
 
     def test_json_sites_at_the_peak_are_the_python_lines(self):
         rep = json.loads(self.run_report("json"))
