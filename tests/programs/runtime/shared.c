@@ -24,14 +24,30 @@
  *                          its exit is held where the driver still has its
  *                          memory (FAKECUDA_EXIT_PIPE), then once it is
  *                          gone, this process allocates SIZE: "take:" twice
+ *   shared dead SIZE HOW   this process holds 64 MiB; a child allocates and
+ *                          frees SIZE and exits (with HOW "release" its
+ *                          memory held in the fake driver past its death:
+ *                          FAKECUDA_HOLD_AT_EXIT=1); once it is reaped:
+ *                          HOW "release": a
+ *                          thread gives the child's memory back (the fake's
+ *                          fakecuda_release_process) once the fake NVML has
+ *                          answered a question, while this process allocates
+ *                          SIZE ("take:", then "released: before=1" when the
+ *                          release came before the take returned); "take":
+ *                          allocates SIZE; "info": cudaMemGetInfo ("info:");
+ *                          then the budget file's counts of dead shares
+ *                          taken back: "taken: gone= grace= cap="
  *   shared take SIZE       allocates SIZE: "take: ok= code="
  *   shared path            prints the budget file's path: "path: PATH"
  *   shared hold SIZE R W [free]  (a child) allocates SIZE (and frees it),
  *                          writes 1 byte to fd W, waits until fd R closes
  * The limit and the sizes come from the test (tests/integration/runtime/
  * shared_mt.c), or from scripts/gpu-check.d/shared.sh on a GPU. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -251,15 +267,84 @@ static int exiting(size_t size) {
   return 0;
 }
 
-static int exiter(size_t size) {
-  void *p;
-  return cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess;
-}
-
 static void info(const char *when) {
   size_t free_bytes = 0, total = 0;
   cudaError_t err = cudaMemGetInfo(&free_bytes, &total);
   printf("info: when=%s code=%d free=%zu total=%zu\n", when, (int)err, free_bytes, total);
+}
+
+/* ---- a dead peer whose memory the driver still holds ---------------------------- */
+
+typedef struct releaser {
+  int query, done; /* the fake NVML's byte per answer; closed by main when done */
+  pid_t child;
+  _Atomic int released, rc;
+} releaser_t;
+
+/* Once the fake NVML has answered (the shim looked and saw the child still
+ * listed), the child's memory goes back, as the driver frees it late. */
+static void *release_late(void *arg) {
+  releaser_t *r = arg;
+  struct pollfd p[2] = {{.fd = r->query, .events = POLLIN}, {.fd = r->done, .events = POLLIN}};
+  while (poll(p, 2, -1) >= 0 || errno == EINTR) {
+    if (p[1].revents) return NULL;
+    char c;
+    if ((p[0].revents & POLLIN) && read(r->query, &c, 1) == 1) {
+      int (*release)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "fakecuda_release_process");
+      atomic_store(&r->released, 1);
+      atomic_store(&r->rc, release ? release((int)r->child) : -2);
+      return NULL;
+    }
+    if (p[0].revents & (POLLHUP | POLLERR)) return NULL;
+  }
+  return NULL;
+}
+
+static int dead(size_t size, const char *how) {
+  int q[2], done[2];
+  if (pipe2(q, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0) return 1;
+  char fd[16];
+  snprintf(fd, sizeof fd, "%d", q[1]);
+  setenv("FAKENVML_QUERY_FD", fd, 1);
+  void *mine;
+  if (cudaMalloc(&mine, 64 * MiB) != cudaSuccess) return 1; /* a context the fake NVML lists */
+  fflush(stdout);
+  pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    char mib[32];
+    snprintf(mib, sizeof mib, "%zu", size / MiB);
+    if (strcmp(how, "release") == 0) setenv("FAKECUDA_HOLD_AT_EXIT", "1", 1);
+    execl("/proc/self/exe", "shared", "exiter", mib, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  releaser_t r = {.query = q[0], .done = done[0], .child = child};
+  pthread_t t;
+  bool late = strcmp(how, "release") == 0;
+  if (late && pthread_create(&t, NULL, release_late, &r) != 0) return 1;
+  if (strcmp(how, "info") == 0)
+    info("dead");
+  else
+    take(size);
+  if (late) {
+    int released = atomic_load(&r.released);
+    close(done[1]);
+    pthread_join(t, NULL);
+    printf("released: before=%d rc=%d\n", released, atomic_load(&r.rc));
+  }
+  const cp_budget_file_t *f = map_budget();
+  if (f)
+    printf("taken: gone=%llu grace=%llu cap=%llu\n", (unsigned long long)atomic_load(&f->taken_gone),
+           (unsigned long long)atomic_load(&f->taken_grace), (unsigned long long)atomic_load(&f->taken_cap));
+  cudaFree(mine);
+  return 0;
+}
+
+static int exiter(size_t size) {
+  void *p;
+  return cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess;
 }
 
 static int meminfo(size_t size) {
@@ -284,6 +369,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
   if (strcmp(mode, "exiting") == 0 && argc > 2) return exiting(size_arg(argv[2]));
   if (strcmp(mode, "exiter") == 0 && argc > 2) return exiter(size_arg(argv[2]));
+  if (strcmp(mode, "dead") == 0 && argc > 3) return dead(size_arg(argv[2]), argv[3]);
   if (strcmp(mode, "take") == 0 && argc > 2) {
     take(size_arg(argv[2]));
     return 0;
@@ -296,6 +382,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "hold") == 0 && argc > 5)
     return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), strcmp(argv[5], "free") == 0);
-  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | exiting MIB | take MIB | path\n");
+  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | exiting MIB | dead MIB release|take|info | take MIB | path\n");
   return 2;
 }
