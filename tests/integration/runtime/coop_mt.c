@@ -230,6 +230,34 @@ Test(coop, stats_all_shows_every_process_per_device_with_its_budget) {
   unlink(out);
   cr_assert(eq(str, (char *)got, want));
   it_free(&f);
+  /* The same counters in the Prometheus text, labelled by pid and device
+   * number: the asker's on device 1, the hog's on 0 (its idle cache) and 1. */
+  cr_assert(eq(long, it_val(&s, "prom", "status", -1), 0), "%s", s.out);
+  snprintf(path, sizeof path, "cat '%s.prom'", out);
+  const char *prom = it_shell(&f, path);
+  snprintf(path, sizeof path, "%s.prom", out);
+  unlink(path);
+  static const struct {
+    bool hog;
+    int device;
+    const char *metric, *value;
+  } samples[] = {
+      {false, 1, "coop_asks_total", "1"},           {false, 1, "coop_got_bytes_total", "3221225472"},
+      {false, 1, "coop_asked_total", "0"},          {false, 1, "coop_rounds_total", "0"},
+      {false, 1, "coop_given_bytes_total", "0"},    {false, 1, "releasable_bytes", "0"},
+      {true, 1, "coop_asks_total", "0"},            {true, 1, "coop_asked_total", "1"},
+      {true, 1, "coop_rounds_total", "1"},          {true, 1, "coop_limited_total", "0"},
+      {true, 1, "coop_given_bytes_total", "3221225472"}, {true, 1, "releasable_bytes", "0"},
+      {true, 0, "coop_asked_total", "0"},           {true, 0, "releasable_bytes", "3221225472"},
+  };
+  for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+    char line[256];
+    snprintf(line, sizeof line, "\ncudapool_%s{pid=\"%ld\",device=\"%d\"} %s\n", samples[i].metric,
+             samples[i].hog ? hog : me, samples[i].device, samples[i].value);
+    cr_expect(ne(ptr, (void *)strstr(prom, line), NULL), "no %s in:\n%s", line + 1, prom);
+  }
+  cr_assert(ne(ptr, (void *)strstr(prom, "\n# TYPE cudapool_coop_rounds_total counter\n"), NULL), "%s", prom);
+  it_free(&f);
   it_free(&s);
 }
 

@@ -34,7 +34,9 @@
  *                     overview of cudapool-stats) into the file OUT while
  *                     both run; prints "reader: status=", the pids
  *                     ("pids: me= hog=") and the commands the overview
- *                     should show ("mecmd: ...", "hogcmd: ...")
+ *                     should show ("mecmd: ...", "hogcmd: ...");
+ *                     then `READER --prometheus` (every process of this
+ *                     user) into OUT.prom: "prom: status="
  *   coop hog R W [both|work|chunks]
  *                     (the child) 3/4 of the device's free memory
  *                     allocated and freed (on devices 0 and 1 with "both";
@@ -201,14 +203,17 @@ static void own_command(char *out, size_t cap) {
 
 /* Runs reader --all --group $CUDAPOOL_SHARED_NAME into the file out: its
  * exit status. */
-static int run_reader(const char *reader, const char *out) {
+static int run_reader(const char *reader, const char *out, const char *how) {
   const char *group = getenv("CUDAPOOL_SHARED_NAME");
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
-    execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    if (strcmp(how, "--all") == 0)
+      execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    else
+      execl(reader, reader, how, "--timeout", "10", (char *)NULL);
     _exit(127);
   }
   int st;
@@ -227,7 +232,10 @@ static int all(const char *reader, const char *out) {
   if (count > 1 && cudaSetDevice(1) != cudaSuccess) return 1;
   cudaError_t err = cudaMalloc(&p, size);
   printf("take: ok=%d\n", err == cudaSuccess);
-  printf("reader: status=%d\n", run_reader(reader, out));
+  printf("reader: status=%d\n", run_reader(reader, out, "--all"));
+  char prom[PATH_MAX];
+  snprintf(prom, sizeof prom, "%s.prom", out);
+  printf("prom: status=%d\n", run_reader(reader, prom, "--prometheus"));
   char me[256];
   own_command(me, sizeof me);
   printf("pids: me=%ld hog=%ld\n", (long)getpid(), (long)child);
