@@ -254,7 +254,7 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
   }
   bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
   if (asked) {
-    cp_coop_ask(cp_device_id(dev), &co);
+    cp_coop_ask(cp_device_id(dev), size, &co);
     /* Tried again once anyone answered, not only when its own answer counted
      * bytes: a peer that emptied its cache for another asker first answers
      * this one with 0, and the memory is free all the same. */

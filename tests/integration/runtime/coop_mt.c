@@ -163,6 +163,21 @@ Test(coop, a_flood_costs_a_working_peer_one_round_per_interval) {
   it_free(&s);
 }
 
+/* Within the interval, a peer whose cache grew by at least what the asker
+ * lacks runs one more round (the second take); not a third (the third
+ * take fails, limited): the flood bound is two rounds per interval. The
+ * old rule answered the second "nothing more" too. */
+Test(coop, a_grown_cache_earns_one_more_round_within_the_interval) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=60000"), "coop",
+            IT_ARGS("regrow"));
+  cr_assert(eq(str, (char *)s.out,
+               "take: i=1 ok=1\ntake: i=2 ok=1\ntake: i=3 ok=0\nregrow: asked=3 rounds=2 limited=1 "
+               "given=6442450944\nhog: status=0\n"),
+            "%s\n%s", s.out, s.err);
+  it_free(&s);
+}
+
 Test(coop, without_an_interval_every_request_is_a_round) {
   it_result s = {0};
   it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=0"), "coop",
