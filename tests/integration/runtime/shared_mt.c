@@ -299,3 +299,27 @@ ParameterizedTest(nvml_mode_t *mode, shared_dead, a_broken_nvml_falls_back_to_th
             s.out, s.err);
   it_free(&s);
 }
+
+/* Workers exiting one by one while the others churn, with the fake NVML
+ * and one fake device for all (its driver frees a worker's memory at its
+ * exit): the group's total never passes the limit, and no failure is
+ * other than out of memory. */
+Test(shared_dead, four_processes_exiting_one_by_one_never_pass_the_limit) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM,
+            IT_ARGS("FAKECUDA_MEMORY=16G", mem_env, group_env, nvml_env, "CUDAPOOL_SHARED_LIMIT=3G",
+                    "CUDAPOOL_COOP_WAIT=5000"),
+            "shared", IT_ARGS("churn", "4", "60", "staggered"));
+  int workers = 0;
+  for (const char *line = s.out; (line = strstr(line, "worker: ")); line++) {
+    int a, r, over, bad;
+    cr_assert(eq(int, sscanf(line, "worker: served=%d refused=%d over=%d badcode=%d", &a, &r, &over, &bad), 4));
+    cr_assert(eq(int, over, 0), "%s", s.out);
+    cr_assert(eq(int, bad, 0), "%s", s.out);
+    workers++;
+  }
+  cr_assert(eq(int, workers, 4), "%s\n%s", s.out, s.err);
+  cr_assert(eq(int, it_count_lines(s.out, "status=0"), 4), "%s", s.out);
+  cr_assert(eq(int, it_count_lines(s.out, "taken: "), 1), "%s", s.out);
+  it_free(&s);
+}

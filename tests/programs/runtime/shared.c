@@ -2,16 +2,23 @@
  * shared_limit.c), each with its own fake device (the limit is what they
  * share); run under the shim, with CUDAPOOL_SHARED_NAME naming the group.
  *
- *   shared churn N ITERS   N workers (`shared worker`, children), each
+ *   shared churn N ITERS [staggered]
+ *                          N workers (`shared worker`, children), each
  *                          holding 512 MiB until all do, then allocating
  *                          and freeing 256 MiB blocks ITERS times; each
  *                          reads the group's total from the budget file
  *                          after every allocation served; all end together
- *                          (none churns while another exits). Prints per worker
+ *                          (none churns while another exits), or with
+ *                          "staggered" worker I churns ITERS*(I+1)/N times
+ *                          and exits at once, while the others churn on
+ *                          (the driver frees a dead worker's memory late:
+ *                          its share must wait for that). Prints per worker
  *                          "worker: i=I status=S served=A refused=R over=O
  *                          badcode=B" (over: totals seen above the limit;
  *                          badcode: failures other than
- *                          cudaErrorMemoryAllocation)
+ *                          cudaErrorMemoryAllocation), then the budget
+ *                          file's dead shares taken back, "taken: gone=
+ *                          grace= cap="
  *   shared killed SIZE     a child holds SIZE, is killed (SIGKILL), then
  *                          this process allocates SIZE: "take: ok= code="
  *   shared stopped SIZE [stop]  a child allocates and frees SIZE (its cache
@@ -43,6 +50,9 @@
  *                          writes 1 byte to fd W, waits until fd R closes
  * The limit and the sizes come from the test (tests/integration/runtime/
  * shared_mt.c), or from scripts/gpu-check.d/shared.sh on a GPU. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, when nvcc builds it for scripts/gpu-check */
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -138,7 +148,7 @@ static int end_child(pid_t child, int to) {
 
 /* ---- churn ------------------------------------------------------------------------ */
 
-static int worker(int iters, int rfd, int wfd) {
+static int worker(int iters, int rfd, int wfd, bool staggered) {
   void *base, *blocks[8];
   int n = 0, served = 0, refused = 0, over = 0, badcode = 0;
   if (cudaMalloc(&base, 512 * MiB) != cudaSuccess) return 1;
@@ -167,13 +177,20 @@ static int worker(int iters, int rfd, int wfd) {
   /* All end together: a process's memory goes back to the driver only as
    * it dies, so a peer still churning while one exits would measure the
    * driver's teardown, not the limit. */
-  if (write(wfd, "y", 1) != 1 || read(rfd, &c, 1) != 1) return 3;
+  if (!staggered && (write(wfd, "y", 1) != 1 || read(rfd, &c, 1) != 1)) return 3;
   cudaFree(base);
   printf("worker: served=%d refused=%d over=%d badcode=%d\n", served, refused, over, badcode);
   return 0;
 }
 
-static int churn(int n, int iters) {
+static void print_taken(void) {
+  const cp_budget_file_t *f = map_budget();
+  if (f)
+    printf("taken: gone=%llu grace=%llu cap=%llu\n", (unsigned long long)atomic_load(&f->taken_gone),
+           (unsigned long long)atomic_load(&f->taken_grace), (unsigned long long)atomic_load(&f->taken_cap));
+}
+
+static int churn(int n, int iters, bool staggered) {
   pid_t kids[16];
   int down[16][2], up[16][2];
   if (n > 16) return 1;
@@ -183,10 +200,10 @@ static int churn(int n, int iters) {
     if ((kids[i] = fork()) < 0) return 1;
     if (kids[i] == 0) {
       char it[16], r[16], w[16];
-      snprintf(it, sizeof it, "%d", iters);
+      snprintf(it, sizeof it, "%d", staggered ? iters * (i + 1) / n : iters);
       snprintf(r, sizeof r, "%d", down[i][0]);
       snprintf(w, sizeof w, "%d", up[i][1]);
-      execl("/proc/self/exe", "shared", "worker", it, r, w, (char *)NULL);
+      execl("/proc/self/exe", "shared", "worker", it, r, w, staggered ? "staggered" : "together", (char *)NULL);
       _exit(127);
     }
     close(down[i][0]);
@@ -197,15 +214,16 @@ static int churn(int n, int iters) {
     if (read(up[i][0], &c, 1) != 1) return 1;
   for (int i = 0; i < n; i++)
     if (write(down[i][1], "x", 1) != 1) return 1;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && !staggered; i++)
     if (read(up[i][0], &c, 1) != 1) return 1; /* every worker done churning */
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && !staggered; i++)
     if (write(down[i][1], "x", 1) != 1) return 1;
   for (int i = 0; i < n; i++) {
     int st;
     if (waitpid(kids[i], &st, 0) != kids[i]) return 1;
     printf("status: i=%d status=%d\n", i, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   }
+  print_taken();
   return 0;
 }
 
@@ -334,10 +352,7 @@ static int dead(size_t size, const char *how) {
     pthread_join(t, NULL);
     printf("released: before=%d rc=%d\n", released, atomic_load(&r.rc));
   }
-  const cp_budget_file_t *f = map_budget();
-  if (f)
-    printf("taken: gone=%llu grace=%llu cap=%llu\n", (unsigned long long)atomic_load(&f->taken_gone),
-           (unsigned long long)atomic_load(&f->taken_grace), (unsigned long long)atomic_load(&f->taken_cap));
+  print_taken();
   cudaFree(mine);
   return 0;
 }
@@ -362,8 +377,10 @@ static int meminfo(size_t size) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (strcmp(mode, "churn") == 0 && argc > 3) return churn(atoi(argv[2]), atoi(argv[3]));
-  if (strcmp(mode, "worker") == 0 && argc > 4) return worker(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+  if (strcmp(mode, "churn") == 0 && argc > 3)
+    return churn(atoi(argv[2]), atoi(argv[3]), argc > 4 && strcmp(argv[4], "staggered") == 0);
+  if (strcmp(mode, "worker") == 0 && argc > 4)
+    return worker(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc > 5 && strcmp(argv[5], "staggered") == 0);
   if (strcmp(mode, "killed") == 0 && argc > 2) return killed(size_arg(argv[2]));
   if (strcmp(mode, "stopped") == 0 && argc > 2) return stopped(size_arg(argv[2]), argc > 3);
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
