@@ -323,3 +323,26 @@ Test(shared_dead, four_processes_exiting_one_by_one_never_pass_the_limit) {
   cr_assert(eq(int, it_count_lines(s.out, "taken: "), 1), "%s", s.out);
   it_free(&s);
 }
+
+/* `cudapool stats --all` shows the share still held for the dead child,
+ * then, once the take got it after the grace, why it came back. */
+Test(shared_dead, stats_all_shows_a_dead_share_and_why_it_came_back) {
+  char reader[PATH_MAX];
+  snprintf(reader, sizeof reader, "%s/cudapool-stats", it_build());
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV("CUDAPOOL_SHARED_GRACE=200"), "shared", IT_ARGS("dead", "3072", "stats", reader));
+  const char *group = strchr(group_env, '=') + 1;
+  char before[512], after[512];
+  snprintf(before, sizeof before,
+           "  shared budget of group %s: limit 4.00 GiB, claimed 3.06 GiB by 1 process (3.00 GiB of it 1 exited "
+           "processes' memory the driver has not freed yet)\n",
+           group);
+  snprintf(after, sizeof after,
+           "  shared budget of group %s: limit 4.00 GiB, claimed 3.06 GiB by 1 process; exited processes' shares "
+           "taken back: 0 freed by the driver, 1 after the grace, 0 after its cap\n",
+           group);
+  cr_assert(ne(ptr, strstr(s.out, before), NULL), "%s\n%s", s.out, s.err);
+  cr_assert(ne(ptr, strstr(s.out, after), NULL), "%s\n%s", s.out, s.err);
+  cr_assert(ne(ptr, strstr(s.out, "take: ok=1 code=0\n"), NULL), "%s", s.out);
+  it_free(&s);
+}

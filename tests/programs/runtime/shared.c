@@ -42,6 +42,8 @@
  *                          SIZE ("take:", then "released: before=1" when the
  *                          release came before the take returned); "take":
  *                          allocates SIZE; "info": cudaMemGetInfo ("info:");
+ *                          "stats READER": `READER --all --group GROUP`
+ *                          (cudapool-stats), then "take", then READER again;
  *                          then the budget file's counts of dead shares
  *                          taken back: "taken: gone= grace= cap="
  *   shared take SIZE       allocates SIZE: "take: ok= code="
@@ -318,7 +320,21 @@ static void *release_late(void *arg) {
   return NULL;
 }
 
-static int dead(size_t size, const char *how) {
+/* `reader --all --group $CUDAPOOL_SHARED_NAME` into this process's stdout. */
+static int overview(const char *reader) {
+  const char *group = getenv("CUDAPOOL_SHARED_NAME");
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int dead(size_t size, const char *how, const char *reader) {
   int q[2], done[2];
   if (pipe2(q, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0) return 1;
   char fd[16];
@@ -342,10 +358,15 @@ static int dead(size_t size, const char *how) {
   pthread_t t;
   bool late = strcmp(how, "release") == 0;
   if (late && pthread_create(&t, NULL, release_late, &r) != 0) return 1;
-  if (strcmp(how, "info") == 0)
+  if (strcmp(how, "info") == 0) {
     info("dead");
-  else
+  } else if (strcmp(how, "stats") == 0 && reader) {
+    if (overview(reader) != 0) return 1;
     take(size);
+    if (overview(reader) != 0) return 1;
+  } else {
+    take(size);
+  }
   if (late) {
     int released = atomic_load(&r.released);
     close(done[1]);
@@ -386,7 +407,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
   if (strcmp(mode, "exiting") == 0 && argc > 2) return exiting(size_arg(argv[2]));
   if (strcmp(mode, "exiter") == 0 && argc > 2) return exiter(size_arg(argv[2]));
-  if (strcmp(mode, "dead") == 0 && argc > 3) return dead(size_arg(argv[2]), argv[3]);
+  if (strcmp(mode, "dead") == 0 && argc > 3) return dead(size_arg(argv[2]), argv[3], argc > 4 ? argv[4] : NULL);
   if (strcmp(mode, "take") == 0 && argc > 2) {
     take(size_arg(argv[2]));
     return 0;
