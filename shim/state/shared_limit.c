@@ -14,7 +14,10 @@
  * slot up (exit, exec: what is freed after that counts nowhere else), and
  * moves back into the file after a failed exec; only this process
  * writes its slot's counts, others write a slot only to empty it after its
- * owner died (compare-and-swap of `owner` first); every loop over the file
+ * owner died (compare-and-swap of `owner` first) or to mark it dead (a
+ * compare-and-swap of `dead`, tagged with the owner's generation, so a mark
+ * never outlives the owner it was made for); NVML is asked only from
+ * cp_shared_wait_dead, never on the claim's path; every loop over the file
  * runs over CP_BUDGET_SLOTS slots or a bounded number of retries, whatever
  * the file says. */
 #include "state/shared_limit.h"
@@ -423,10 +426,12 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   cp_budget_file_t *f = d->file;
   reaped_t r = {0};
   if (f) r = reap(d, f);
+  unsigned live = f ? live_slots(f) : 1;
   *out = (cp_shared_usage_t){.limit = d->limit,
                              .total = atomic_load(d->total),
                              .mine = atomic_load(&s->reserved),
-                             .processes = f ? live_slots(f) - r.dying : 1,
+                             /* Others may empty slots meanwhile: never below 1. */
+                             .processes = f ? (live > r.dying ? live - r.dying : 1) : 1,
                              .dying = r.dying,
                              .dying_bytes = r.dying_bytes,
                              .alone = !f};
