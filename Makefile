@@ -101,6 +101,7 @@ include mk/common.mk
 -include mk/fakecudart.mk
 -include mk/fakecuda.mk
 -include mk/fakenvtx.mk
+-include mk/fakenvml.mk
 -include mk/replay.mk
 -include mk/live.mk
 -include mk/gpu.mk

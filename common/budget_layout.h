@@ -22,7 +22,16 @@
  *     start time is another's counts nothing and is emptied by anyone;
  *   - reserved: the bytes of device memory its owner holds (pool segments
  *     and mapped pages), raised before the owner asks CUDA for more;
- *   - limit: the CUDAPOOL_SHARED_LIMIT its owner applies (bytes).
+ *   - limit: the CUDAPOOL_SHARED_LIMIT its owner applies (bytes);
+ *   - dead: (generation << 32) | the low 32 bits of CLOCK_MONOTONIC in ms
+ *     (never 0) when a process first found this generation's owner dead;
+ *     0, or another generation's, while no one has. A dead owner's count
+ *     stays in the total until its memory is gone from the driver (NVML no
+ *     longer lists its pid on the device), or, where NVML cannot say,
+ *     CUDAPOOL_SHARED_GRACE ms after that mark; NVML or not, at most
+ *     CUDAPOOL_SHARED_GRACE_MAX ms after it (shim/state/shared_limit.h).
+ * The header counts the slots emptied by why (taken_gone, taken_grace,
+ * taken_cap): what `cudapool stats --all` and the tests read.
  * The group's total is one word, `total`, in the header: a claim adds to
  * it with a compare-and-swap that never passes the claimer's limit, so the
  * total any reader sees is within it at every instant (summing the slots
@@ -44,7 +53,7 @@
 #define CP_BUDGET_DIR "/dev/shm"
 #define CP_BUDGET_PREFIX "cudapool-budget."
 #define CP_BUDGET_MAGIC "cpbudgt"
-#define CP_BUDGET_LAYOUT 1u
+#define CP_BUDGET_LAYOUT 2u
 #define CP_BUDGET_SLOTS 128
 #define CP_BUDGET_KEY_MAX 48   /* "uuid-" + 32 hex digits, NUL-terminated */
 #define CP_BUDGET_GROUP_MAX 64 /* CP_OPTION_NAME_MAX of common/options.h */
@@ -55,7 +64,8 @@ typedef struct cp_budget_slot {
   _Atomic uint64_t start_time; /* the owner's, 0 while it sets the slot up */
   _Atomic uint64_t reserved;   /* bytes the owner holds on the device */
   _Atomic uint64_t limit;      /* the owner's CUDAPOOL_SHARED_LIMIT */
-  uint64_t reserved0[4];
+  _Atomic uint64_t dead;       /* generation << 32 | ms when found dead (layout 2) */
+  uint64_t reserved0[3];
 } cp_budget_slot_t;
 
 typedef struct cp_budget_file {
@@ -65,7 +75,9 @@ typedef struct cp_budget_file {
   char key[CP_BUDGET_KEY_MAX];    /* the device key of its name, NUL-terminated */
   char group[CP_BUDGET_GROUP_MAX]; /* CUDAPOOL_SHARED_NAME, "" = none, NUL-terminated */
   _Atomic uint64_t total;          /* bytes the group holds: every claim that passed, less releases */
-  uint64_t reserved0[3];
+  _Atomic uint64_t taken_gone;     /* dead owners' slots emptied: NVML no longer listed them */
+  _Atomic uint64_t taken_grace;    /* emptied after CUDAPOOL_SHARED_GRACE (NVML could not say) */
+  _Atomic uint64_t taken_cap;      /* emptied after CUDAPOOL_SHARED_GRACE_MAX, NVML still listing */
   cp_budget_slot_t slot[CP_BUDGET_SLOTS];
 } cp_budget_file_t;
 

@@ -54,11 +54,16 @@
  *     before `key_set` is stored 1 (release);
  *   - a process out of memory on a device (the asker) finds the peer's
  *     `dev[P]` with its own key (a peer without it has no pool there and is
- *     not asked), adds 1 to its `give_request`, then 1 to `request`, and
- *     wakes `request`; the publisher thread, woken, answers every device
- *     whose `give_request` moved: it empties that device's pool only (at
- *     most one round per device per CUDAPOOL_COOP_INTERVAL ms; a request
- *     within it is answered at once with 0 bytes, "nothing more"), stores
+ *     not asked), raises its `give_want` to the bytes it lacks (a word that
+ *     was reserved and 0 before: a layout-4 peer that does not know it
+ *     ignores it, one that does reads 0 from an older asker), adds 1 to its
+ *     `give_request`, then 1 to `request`, and wakes `request`; the
+ *     publisher thread, woken, answers every device whose `give_request`
+ *     moved: it takes `give_want` (swapped to 0), empties that device's
+ *     pool only (one round per device per CUDAPOOL_COOP_INTERVAL ms, and
+ *     one more within it when its releasable bytes grew by at least
+ *     `give_want` since the last round; any other request within it is
+ *     answered at once with 0 bytes, "nothing more"), stores
  *     the bytes that went back in `give_released`, then the request it
  *     answered in `give_answered`, and wakes it;
  *   - the counters (`asks`, `got`, `asked`, `rounds`, `limited`, `given`)
@@ -111,7 +116,8 @@ typedef struct cp_live_device {
   _Atomic uint64_t rounds;         /* empty-cache rounds it ran for them */
   _Atomic uint64_t limited;        /* of the requests, those answered 0 without a round */
   _Atomic uint64_t given;          /* bytes its rounds gave back */
-  uint64_t reserved1[4];
+  _Atomic uint64_t give_want;      /* askers: the most bytes one of them lacked, raised before give_request */
+  uint64_t reserved1[3];
 } cp_live_device_t;
 
 typedef struct cp_live_segment {

@@ -171,7 +171,16 @@ static const cp_option_desc_t cp_option_table[] = {
     {"CUDAPOOL_COOP_INTERVAL", CP_OPT_MS, offsetof(cp_options_t, coop_interval_ms), "100", DEFAULT_IS("100 ms"),
      "a whole number of milliseconds from 0 to 60000",
      "asked by other cudapool processes to give back (CUDAPOOL_COOP_WAIT), empty a device's cache at most "
-     "once per this many ms; a request within it is answered at once with 0 bytes; 0 = every request"},
+     "once per this many ms, and once more within it when the cache grew by what the asker lacks; other "
+     "requests within it are answered at once with 0 bytes; 0 = every request"},
+    {"CUDAPOOL_SHARED_GRACE", CP_OPT_MS, offsetof(cp_options_t, shared_grace_ms), "2000", DEFAULT_IS("2000 ms"),
+     "a whole number of milliseconds from 0 to 60000",
+     "under CUDAPOOL_SHARED_LIMIT, where NVML cannot say whether the driver has freed a dead cudapool "
+     "process's memory, its share stays taken this many ms after it is found dead; 0 = taken back at once"},
+    {"CUDAPOOL_SHARED_GRACE_MAX", CP_OPT_MS, offsetof(cp_options_t, shared_grace_max_ms), "10000",
+     DEFAULT_IS("10000 ms"), "a whole number of milliseconds from 0 to 60000",
+     "under CUDAPOOL_SHARED_LIMIT, a dead cudapool process's share stays taken while NVML still lists it on "
+     "the device, but at most this many ms after it is found dead"},
 };
 
 #define NOPTS (sizeof cp_option_table / sizeof cp_option_table[0])

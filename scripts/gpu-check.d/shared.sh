@@ -11,6 +11,13 @@
 #     (tests/programs/runtime/shared.c churn), the device's used memory
 #     sampled every 20 ms (bench/gpu/nvml_peak.py) less the four contexts
 #     (a run of the same four that only hold their 512 MiB) against the limit;
+#     ending together, and exiting one by one while the others churn
+#     ("staggered", sampled every 5 ms: a dead worker's share must wait
+#     until the driver has freed its memory, by NVML's word);
+#   - how long the driver takes to free a dead process's memory
+#     (bench/gpu/driver_free.py: a native process holding 4 GiB exits, or is
+#     killed; NVML polled every millisecond), against CUDAPOOL_SHARED_GRACE's
+#     default (2000 ms: what the shim waits where NVML cannot say);
 #   - a single process's step time with the features on (live segment,
 #     cooperation, idle release, a shared limit) against off, interleaved.
 # shellcheck shell=bash
@@ -88,6 +95,36 @@ section_shared() {
       fi
     else
       record FAIL "four processes under a shared limit" "exit $rc; $(head -c 300 "$WORK/four-churn.out.err")"
+    fi
+    run "four staggered" 180 "$WORK/four-stag.out" python3 bench/gpu/nvml_peak.py --period-ms 5 -- "${shim[@]}" \
+      CUDAPOOL_SHARED_NAME="$group-stag" CUDAPOOL_SHARED_LIMIT=${limit_mib}M CUDAPOOL_COOP_WAIT=50 \
+      "$shared" churn 4 400 staggered
+    peak=$(sed -n 's/^nvml: peak_bytes=\([0-9]*\).*/\1/p' "$WORK/four-stag.out")
+    workers=$(grep -c '^worker:' "$WORK/four-stag.out")
+    over=$(grep -o 'over=[0-9]*' "$WORK/four-stag.out" | awk -F= '{s += $2} END {print s + 0}')
+    if [ -n "$base" ] && [ -n "$peak" ] && [ "$workers" = 4 ]; then
+      sum=$((peak - ctx4))
+      detail="exiting one by one: sum of reserved at most $((sum / 1048576)) MiB (device peak $((peak / 1048576)) MiB less 4 contexts $((ctx4 / 1048576)) MiB) against the limit ${limit_mib} MiB; totals over the limit: ${over:-?}; dead shares $(grep -h '^taken:' "$WORK/four-stag.out" | sed 's/^taken: //'); $(grep -h '^worker:' "$WORK/four-stag.out" | tr '\n' ' ')"
+      if [ "$sum" -le $((limit_mib * 1048576)) ] && [ "${over:-1}" = 0 ]; then
+        record PASS "four processes exiting one by one under a shared limit" "$detail"
+      else
+        record FAIL "four processes exiting one by one under a shared limit" "$detail"
+      fi
+    else
+      record FAIL "four processes exiting one by one under a shared limit" \
+        "exit $rc; $(head -c 300 "$WORK/four-stag.out.err")"
+    fi
+    run "driver free" 120 "$WORK/driver-free.out" python3 bench/gpu/driver_free.py "$shared" 4096 3
+    local worst freed
+    worst=$(grep -h '^free: worst' "$WORK/driver-free.out")
+    freed=$(sed -n 's/^free: worst.*freed_after_reap_ms=\([0-9]*\).*/\1/p' "$WORK/driver-free.out")
+    detail="$(grep -h '^free: how' "$WORK/driver-free.out" | sed 's/^free: //' | tr '\n' ';') ${worst#free: }"
+    if [ -z "$freed" ]; then
+      record FAIL "the driver frees a dead process's memory" "exit $rc; $(head -c 300 "$WORK/driver-free.out.err")"
+    elif [ "$freed" -lt 2000 ]; then
+      record PASS "the driver frees a dead process's memory" "$detail (under CUDAPOOL_SHARED_GRACE's 2000 ms)"
+    else
+      record INFO "the driver frees a dead process's memory" "$detail: later than CUDAPOOL_SHARED_GRACE's 2000 ms default"
     fi
   else
     record SKIP "four processes under a shared limit" "nvcc could not build shared.c (see $LOG)"

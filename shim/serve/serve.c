@@ -172,6 +172,11 @@ static void say_shared_limit(int device) {
   else
     fprintf(stderr, "; shared limit %s reached (CUDAPOOL_SHARED_LIMIT): %u cudapool processes%s%s hold %s", limit,
             u.processes, cp_opts.shared_name[0] ? " of group " : "", cp_opts.shared_name, total);
+  if (u.dying) {
+    char dying[32];
+    cp_format_size_human(u.dying_bytes, dying, sizeof dying);
+    fprintf(stderr, " (%s of it %u exited processes' memory the driver has not freed yet)", dying, u.dying);
+  }
 }
 
 /* One line on stderr for a request the pool could not serve, as PyTorch's
@@ -241,9 +246,16 @@ static __attribute__((noinline)) cp_alloc_verdict_t not_served(cp_pool_t *pool, 
   /* The pool's last attempt was refused by CUDAPOOL_SHARED_LIMIT (then it
    * fails as under CUDAPOOL_LIMIT, never forwarded to CUDA unpooled). */
   bool shared = rc == ENOMEM && cp_shared_refused();
+  /* Dead processes' shares the driver still holds come back first: that
+   * costs no peer anything. Each success emptied a slot: bounded. */
+  while (shared && cp_shared_wait_dead(cp_device_id(dev))) {
+    rc = cp_tcache_alloc(pool, size, stream, key, out);
+    if (rc == 0) return CP_SERVED;
+    shared = rc == ENOMEM && cp_shared_refused();
+  }
   bool asked = rc == ENOMEM && cp_coop_on() && !over_own_limit(pool, size);
   if (asked) {
-    cp_coop_ask(cp_device_id(dev), &co);
+    cp_coop_ask(cp_device_id(dev), size, &co);
     /* Tried again once anyone answered, not only when its own answer counted
      * bytes: a peer that emptied its cache for another asker first answers
      * this one with 0, and the memory is free all the same. */

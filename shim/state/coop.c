@@ -109,7 +109,7 @@ static bool wait_answer(peer_t *p, uint64_t deadline) {
   }
 }
 
-void cp_coop_ask(int device, cp_coop_result_t *out) {
+void cp_coop_ask(int device, size_t want, cp_coop_result_t *out) {
   memset(out, 0, sizeof *out);
   cp_live_device_t *own = cp_live_own_device(device);
   if (!cp_coop_on() || !own || atomic_load_explicit(&own->key_set, memory_order_acquire) != 1) return;
@@ -128,6 +128,10 @@ void cp_coop_ask(int device, cp_coop_result_t *out) {
     if (!dv) {
       munmap(s, sizeof *s);
       continue;
+    }
+    /* Raised before the request: the peer reads it with the request. */
+    uint64_t had = atomic_load(&dv->give_want);
+    while (had < want && !atomic_compare_exchange_weak(&dv->give_want, &had, want)) {
     }
     peers[n] = (peer_t){.seg = s, .dev = dv, .ticket = atomic_fetch_add(&dv->give_request, 1) + 1};
     /* The publisher sleeps on `request`: moving it is what wakes it. */
@@ -159,30 +163,52 @@ static uint64_t give_back(int device) {
   return released;
 }
 
-/* When each device's last round ran (the publisher thread's only). */
+/* Each device's rounds (the publisher thread's only): when the last
+ * interval began, whether its extra round ran, and the releasable bytes a
+ * round left (pending blocks during a capture, say). */
 static uint64_t last_round_ns[CP_LIVE_DEVICES];
-static bool had_round[CP_LIVE_DEVICES];
+static bool had_round[CP_LIVE_DEVICES], extra_used[CP_LIVE_DEVICES];
+static uint64_t left_after[CP_LIVE_DEVICES];
 
-/* Whether a round for device may run now (CUDAPOOL_COOP_INTERVAL); if so,
- * it is counted as run. */
-static bool round_allowed(int device) {
+static uint64_t releasable(int device) {
+  cp_device_t *dev = cp_device(device);
+  cp_pool_t *pool = dev ? cp_device_pool_if_any(dev) : NULL;
+  return pool ? cp_releasable_bytes(pool) : 0;
+}
+
+/* Whether a round for device may run now (CUDAPOOL_COOP_INTERVAL): the
+ * first of an interval; or, once within it, when the cache grew by at
+ * least what an asker lacked (want) since the last round: "nothing more"
+ * would be false then. The extra round does not start a new interval, so
+ * a flood costs at most two per interval. */
+static bool round_allowed(int device, uint64_t want) {
   uint64_t now = cp_monotonic_ns();
   uint64_t interval = (uint64_t)cp_opts.coop_interval_ms * 1000000u;
-  if (interval && had_round[device] && now - last_round_ns[device] < interval) return false;
+  if (interval && had_round[device] && now - last_round_ns[device] < interval) {
+    if (extra_used[device] || want == 0) return false;
+    uint64_t r = releasable(device);
+    if (r < left_after[device] || r - left_after[device] < want) return false;
+    extra_used[device] = true;
+    return true;
+  }
   had_round[device] = true;
+  extra_used[device] = false;
   last_round_ns[device] = now;
   return true;
 }
 
 uint64_t cp_coop_answer(cp_live_device_t *dv, int device, uint32_t requests) {
   atomic_fetch_add_explicit(&dv->asked, requests, memory_order_relaxed);
+  uint64_t want = atomic_exchange(&dv->give_want, 0);
   if (!cp_coop_wanted()) return 0;
-  if (!round_allowed(device)) {
-    /* "Nothing more": the last round gave back all that was idle then. */
+  if (!round_allowed(device, want)) {
+    /* "Nothing more": the last round gave back all that was idle then,
+     * and the cache has not grown by what was lacked since. */
     atomic_fetch_add_explicit(&dv->limited, requests, memory_order_relaxed);
     return 0;
   }
   uint64_t released = give_back(device);
+  left_after[device] = releasable(device);
   atomic_fetch_add_explicit(&dv->rounds, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&dv->given, released, memory_order_relaxed);
   return released;

@@ -24,8 +24,13 @@
  *     a barrier or their fences, as for cudapool_empty_cache), releasing
  *     only while no stream capture is in progress;
  *   - a peer runs at most one round per device per CUDAPOOL_COOP_INTERVAL
- *     ms; requests within it are answered at once with 0 bytes and
- *     counted as limited, so a flood of requests costs it bounded work;
+ *     ms, and one more within it when its releasable bytes grew, since
+ *     the last round, by at least what an asker lacked (give_want: the
+ *     largest size asked since the last answer; 0 from an older cudapool
+ *     or a forged request, which never earns it); other requests within
+ *     it are answered at once with 0 bytes and counted as limited, so a
+ *     flood of requests costs it at most two rounds per device per
+ *     interval;
  *   - nothing here prints; serve.c words the outcome. */
 #ifndef CUDAPOOL_SHIM_COOP_H
 #define CUDAPOOL_SHIM_COOP_H
@@ -46,10 +51,11 @@ typedef struct cp_coop_result {
 bool cp_coop_wanted(void);
 /* Whether it can: wanted, and this process has a live segment. */
 bool cp_coop_on(void);
-/* Out of memory on device: ask every peer that has a pool on the same GPU
- * (by its key) to give back from it, wait for their answers (at most
- * CUDAPOOL_COOP_WAIT ms in all), and say what came of it in *out. */
-void cp_coop_ask(int device, cp_coop_result_t *out);
+/* Out of memory on device, lacking `want` bytes: ask every peer that has a
+ * pool on the same GPU (by its key) to give back from it, wait for their
+ * answers (at most CUDAPOOL_COOP_WAIT ms in all), and say what came of it
+ * in *out. */
+void cp_coop_ask(int device, size_t want, cp_coop_result_t *out);
 /* The peer's side, on the publisher thread: `requests` give-back requests
  * for this process's device (its entry dv) came since the last answer;
  * empties that device's pool's cache (once for them all) and counts it in

@@ -14,7 +14,10 @@
  * slot up (exit, exec: what is freed after that counts nowhere else), and
  * moves back into the file after a failed exec; only this process
  * writes its slot's counts, others write a slot only to empty it after its
- * owner died (compare-and-swap of `owner` first); every loop over the file
+ * owner died (compare-and-swap of `owner` first) or to mark it dead (a
+ * compare-and-swap of `dead`, tagged with the owner's generation, so a mark
+ * never outlives the owner it was made for); NVML is asked only from
+ * cp_shared_wait_dead, never on the claim's path; every loop over the file
  * runs over CP_BUDGET_SLOTS slots or a bounded number of retries, whatever
  * the file says. */
 #include "state/shared_limit.h"
@@ -27,13 +30,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "backend/nvml.h"
 #include "budget_layout.h"
 #include "live_layout.h"
 #include "state/device_key.h"
+#include "state/shared_file.h"
 #include "state/layer.h"
 #include "state/shim.h"
+#include "util.h"
 
 _Static_assert(CP_BUDGET_GROUP_MAX == CP_OPTION_NAME_MAX, "a group holds any CUDAPOOL_SHARED_NAME");
 _Static_assert(CP_BUDGET_KEY_MAX == CP_DEVICE_KEY_MAX && CP_LIVE_KEY_MAX == CP_DEVICE_KEY_MAX, "one device key size");
@@ -50,11 +57,14 @@ typedef struct shared_dev {
   _Atomic uint64_t own_total;
   uint64_t limit;
   uint64_t held_at_exec; /* this process's count when it gave its slot up before an exec */
+  _Atomic int nvml;      /* NVML_UNTRIED, _USABLE or _UNUSABLE (below) */
+  char key[CP_BUDGET_KEY_MAX];
   char path[160];
 } shared_dev_t;
 
 static shared_dev_t devs[CP_MAX_DEVICES];
 static __thread __attribute__((tls_model("initial-exec"))) bool refused;
+static __thread __attribute__((tls_model("initial-exec"))) uint64_t refused_bytes;
 static uint64_t my_start; /* this process's start time; set at the first attach */
 
 /* ---- the slots ------------------------------------------------------------------- */
@@ -94,31 +104,105 @@ static bool alive(uint32_t pid, uint64_t start) {
 }
 
 /* Empties a slot whose owner word is still o (the owner died, or a free
- * slot carries a count): one emptier wins the word, the others leave it. */
-static void empty_slot(cp_budget_file_t *f, cp_budget_slot_t *s, uint64_t o) {
+ * slot carries a count): one emptier wins the word, the others leave it.
+ * Whether it won. */
+static bool empty_slot(cp_budget_file_t *f, cp_budget_slot_t *s, uint64_t o) {
   uint64_t gen = o >> 32, busy = (gen << 32) | CP_BUDGET_BUSY;
-  if (!atomic_compare_exchange_strong(&s->owner, &o, busy)) return;
+  if (!atomic_compare_exchange_strong(&s->owner, &o, busy)) return false;
   /* A free slot's count was never in the total (a forged one). */
   uint64_t held = atomic_exchange(&s->reserved, 0);
   if (cp_budget_pid(o) != 0) move(&f->total, held, false, 0);
   atomic_store(&s->start_time, 0);
   atomic_store(&s->limit, 0);
+  atomic_store(&s->dead, 0);
   atomic_store(&s->owner, ((gen + 1) << 32) & ~(uint64_t)0xffffffffu);
+  return true;
 }
 
-/* Every dead process's slot emptied. */
-static void reap(cp_budget_file_t *f) {
+/* ---- dead owners' shares --------------------------------------------------------------- */
+
+/* What this process knows of NVML on a device: UNTRIED until the first
+ * refused claim asked it (wait_dead); USABLE: it answers and lists this
+ * process's own pid while it holds memory there (its pids are ours, not
+ * another pid namespace's); UNUSABLE: it cannot tell, for good. */
+enum { NVML_UNTRIED, NVML_USABLE, NVML_UNUSABLE };
+
+typedef struct reaped {
+  unsigned emptied;   /* slots emptied now */
+  unsigned dying;     /* dead owners' slots left charged */
+  uint64_t dying_bytes;
+} reaped_t;
+
+static uint32_t now_ms32(void) {
+  uint32_t ms = (uint32_t)(cp_monotonic_ns() / 1000000u);
+  return ms ? ms : 1;
+}
+
+/* ms since the slot's owner (owner word o) was first found dead; marked
+ * now when no one had (the mark is this generation's: one left from a
+ * slot's earlier owner, or a forged one of another, does not count). */
+static uint32_t dead_for(cp_budget_slot_t *s, uint64_t o) {
+  uint64_t gen = o >> 32, mark = atomic_load(&s->dead), now = now_ms32();
+  if (mark >> 32 != gen || (uint32_t)mark == 0) {
+    uint64_t mine = (gen << 32) | now;
+    if (atomic_compare_exchange_strong(&s->dead, &mark, mine)) return 0;
+    if (mark >> 32 != gen || (uint32_t)mark == 0) return 0; /* moved again: seen as now */
+  }
+  /* Wrap-safe: a mark from the future (forged) reads as long ago. */
+  return now - (uint32_t)mark;
+}
+
+static bool listed(const uint32_t *pids, int n, uint32_t pid) {
+  for (int i = 0; i < n; i++)
+    if (pids[i] == pid) return true;
+  return false;
+}
+
+/* Every slot whose owner is dead and whose memory is gone emptied; the
+ * others marked and counted as dying. pids/n: NVML's list for the device
+ * (n < 0: none in hand; then only time decides: CUDAPOOL_SHARED_GRACE
+ * where NVML is UNUSABLE, else CUDAPOOL_SHARED_GRACE_MAX). Makes no call
+ * but /proc reads and kill(pid, 0): fit for the claim's path. */
+static reaped_t reap_with(cp_budget_file_t *f, int nvml, const uint32_t *pids, int n) {
+  reaped_t r = {0};
+  uint64_t grace = cp_opts.shared_grace_ms, cap = cp_opts.shared_grace_max_ms;
   for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
     cp_budget_slot_t *s = &f->slot[i];
     uint64_t o = atomic_load(&s->owner);
     uint32_t pid = cp_budget_pid(o);
     if (pid == CP_BUDGET_BUSY) continue;
-    if (pid == 0 ? atomic_load(&s->reserved) != 0 : !alive(pid, atomic_load(&s->start_time))) empty_slot(f, s, o);
+    if (pid == 0) {
+      if (atomic_load(&s->reserved) != 0) empty_slot(f, s, o);
+      continue;
+    }
+    if (alive(pid, atomic_load(&s->start_time))) continue;
+    uint32_t age = dead_for(s, o);
+    _Atomic uint64_t *why = NULL;
+    if (n >= 0 && !listed(pids, n, pid))
+      why = &f->taken_gone;
+    else if (nvml == NVML_UNUSABLE && n < 0 && age >= grace)
+      why = &f->taken_grace;
+    else if (nvml != NVML_UNUSABLE && age >= cap)
+      why = &f->taken_cap;
+    uint64_t held = atomic_load(&s->reserved);
+    if (why && empty_slot(f, s, o)) {
+      atomic_fetch_add(why, 1);
+      r.emptied++;
+    } else if (!why) {
+      r.dying++;
+      r.dying_bytes = cp_budget_add_sat(r.dying_bytes, held);
+    }
   }
+  return r;
+}
+
+/* Every dead process's slot whose time has come emptied (no NVML call). */
+static reaped_t reap(const shared_dev_t *d, cp_budget_file_t *f) {
+  return reap_with(f, atomic_load(&d->nvml), NULL, -1);
 }
 
 /* A free slot made this process's, or NULL when every one is taken. */
-static cp_budget_slot_t *take_slot(cp_budget_file_t *f, uint64_t limit) {
+static cp_budget_slot_t *take_slot(const shared_dev_t *d, cp_budget_file_t *f, uint64_t limit) {
   for (int pass = 0; pass < 2; pass++) {
     for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
       cp_budget_slot_t *s = &f->slot[i];
@@ -131,7 +215,7 @@ static cp_budget_slot_t *take_slot(cp_budget_file_t *f, uint64_t limit) {
       atomic_store(&s->start_time, my_start);
       return s;
     }
-    reap(f);
+    reap(d, f);
   }
   return NULL;
 }
@@ -144,105 +228,6 @@ static unsigned live_slots(const cp_budget_file_t *f) {
     live += pid != 0 && pid != CP_BUDGET_BUSY;
   }
   return live;
-}
-
-/* ---- the file -------------------------------------------------------------------- */
-
-static bool header_ok(const cp_budget_file_t *f, const char *key) {
-  return memcmp(f->magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC) == 0 && f->layout == CP_BUDGET_LAYOUT &&
-         f->slots == CP_BUDGET_SLOTS && memchr(f->key, '\0', sizeof f->key) && strcmp(f->key, key) == 0 &&
-         memchr(f->group, '\0', sizeof f->group) && strcmp(f->group, cp_opts.shared_name) == 0;
-}
-
-/* A new file at path, whole before anyone can open it: written under a
- * name of this process's, then linked. 0, EEXIST (someone was first) or an
- * errno. */
-static int create_file(const char *path, const char *key) {
-  char tmp[96];
-  snprintf(tmp, sizeof tmp, CP_BUDGET_DIR "/.cudapool-budget-new.%lu.%ld", (unsigned long)geteuid(),
-           (long)getpid());
-  unlink(tmp); /* ours, left by a process that had this pid */
-  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
-  if (fd < 0) return errno;
-  cp_budget_file_t head;
-  memset(&head, 0, sizeof head);
-  memcpy(head.magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC);
-  head.layout = CP_BUDGET_LAYOUT;
-  head.slots = CP_BUDGET_SLOTS;
-  snprintf(head.key, sizeof head.key, "%s", key);
-  snprintf(head.group, sizeof head.group, "%s", cp_opts.shared_name);
-  size_t n = offsetof(cp_budget_file_t, slot);
-  int err = ftruncate(fd, sizeof(cp_budget_file_t)) == 0 && pwrite(fd, &head, n, 0) == (ssize_t)n ? 0 : errno;
-  close(fd);
-  if (err == 0 && link(tmp, path) != 0) err = errno;
-  unlink(tmp);
-  return err;
-}
-
-/* OPENED: *out mapped; MISSING: no file; REPLACE: a file of this user that
- * is no budget file; AGAIN: the name changed while it was judged; REFUSE:
- * a file this process must leave alone. */
-typedef enum { OPENED, MISSING, REPLACE, AGAIN, REFUSE } verdict_t;
-
-/* The file at path, opened and checked (shared_limit.h); *why says what
- * was wrong when it is not OPENED. */
-static verdict_t open_file(const char *path, const char *key, cp_budget_file_t **out, const char **why) {
-  int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    *why = errno == ELOOP ? "a symbolic link" : strerror(errno);
-    return errno == ENOENT ? MISSING : REFUSE;
-  }
-  struct stat st, at;
-  verdict_t v = REFUSE;
-  *why = "not a regular file of this user with one link";
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1) {
-    *why = "not a budget file (wrong size)";
-    v = REPLACE;
-    if (st.st_size == (off_t)sizeof(cp_budget_file_t)) {
-      void *m = mmap(NULL, sizeof(cp_budget_file_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (m == MAP_FAILED) {
-        *why = strerror(errno);
-        v = REFUSE;
-      } else if (header_ok(m, key)) {
-        *out = m;
-        v = OPENED;
-      } else {
-        const cp_budget_file_t *f = m;
-        bool other_version = memcmp(f->magic, CP_BUDGET_MAGIC, sizeof CP_BUDGET_MAGIC) == 0 &&
-                             f->layout != CP_BUDGET_LAYOUT;
-        *why = other_version ? "made by another version of cudapool" : "not a budget file (wrong header)";
-        v = other_version ? REFUSE : REPLACE;
-        munmap(m, sizeof(cp_budget_file_t));
-      }
-    }
-  }
-  close(fd);
-  /* Replaced only while the name still holds the file judged: a file a
-   * peer made meanwhile stays. */
-  if (v == REPLACE && !(lstat(path, &at) == 0 && at.st_ino == st.st_ino && at.st_dev == st.st_dev)) v = AGAIN;
-  return v;
-}
-
-/* The device's file mapped, or NULL with *why. */
-static cp_budget_file_t *map_file(const char *path, const char *key, const char **why) {
-  for (int tries = 0; tries < 4; tries++) {
-    cp_budget_file_t *f = NULL;
-    verdict_t v = open_file(path, key, &f, why);
-    if (v == OPENED) return f;
-    if (v == REFUSE) return NULL;
-    if (v == AGAIN) continue;
-    if (v == REPLACE && unlink(path) != 0 && errno != ENOENT) {
-      *why = strerror(errno);
-      return NULL;
-    }
-    int err = create_file(path, key);
-    if (err != 0 && err != EEXIST) {
-      *why = strerror(err);
-      return NULL;
-    }
-  }
-  *why = "it keeps changing";
-  return NULL;
 }
 
 /* ---- the interface ----------------------------------------------------------------- */
@@ -268,8 +253,8 @@ static void go_shared(shared_dev_t *d, cp_budget_file_t *f, cp_budget_slot_t *s)
  * between a claim's two stores left in the total go (budget_layout.h). A
  * peer that takes a slot and claims meanwhile moves the total, and the
  * swap fails. */
-static void repair(cp_budget_file_t *f) {
-  reap(f);
+static void repair(const shared_dev_t *d, cp_budget_file_t *f) {
+  reap(d, f);
   uint64_t t = atomic_load(&f->total);
   if (t != 0 && live_slots(f) == 1) atomic_compare_exchange_strong(&f->total, &t, 0);
 }
@@ -282,14 +267,15 @@ void cp_shared_attach(int device, uint64_t limit) {
   d->limit = limit;
   char key[CP_BUDGET_KEY_MAX];
   cp_device_key(device, key, sizeof key);
+  memcpy(d->key, key, sizeof key);
   snprintf(d->path, sizeof d->path, CP_BUDGET_DIR "/" CP_BUDGET_PREFIX "%lu.%s%s%s", (unsigned long)geteuid(), key,
            cp_opts.shared_name[0] ? "." : "", cp_opts.shared_name);
   const char *why = "every slot taken by a live process";
-  cp_budget_file_t *f = my_start ? map_file(d->path, key, &why) : NULL;
+  cp_budget_file_t *f = my_start ? cp_shared_map_file(d->path, key, &why) : NULL;
   if (!my_start) why = "cannot read this process's start time";
-  cp_budget_slot_t *s = f ? take_slot(f, limit) : NULL;
+  cp_budget_slot_t *s = f ? take_slot(d, f, limit) : NULL;
   if (s) {
-    repair(f);
+    repair(d, f);
     go_shared(d, f, s);
     return;
   }
@@ -315,12 +301,12 @@ bool cp_shared_claim(int device, size_t bytes) {
   if (!s || bytes == 0) return true;
   bool ok = move(d->total, bytes, true, d->limit);
   cp_budget_file_t *f = d->file;
-  if (!ok && f) {
-    reap(f); /* dead processes' bytes out of the total */
-    ok = move(d->total, bytes, true, d->limit);
-  }
+  /* Dead processes' bytes out of the total, those whose time has come
+   * (NVML is asked only by cp_shared_wait_dead, outside the pool's lock). */
+  if (!ok && f && reap(d, f).emptied) ok = move(d->total, bytes, true, d->limit);
   if (ok) move(&s->reserved, bytes, true, UINT64_MAX);
   refused = !ok;
+  refused_bytes = ok ? 0 : bytes;
   return ok;
 }
 
@@ -340,11 +326,16 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   shared_dev_t *d = &devs[device];
   cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
   cp_budget_file_t *f = d->file;
-  if (f) reap(f);
+  reaped_t r = {0};
+  if (f) r = reap(d, f);
+  unsigned live = f ? live_slots(f) : 1;
   *out = (cp_shared_usage_t){.limit = d->limit,
                              .total = atomic_load(d->total),
                              .mine = atomic_load(&s->reserved),
-                             .processes = f ? live_slots(f) : 1,
+                             /* Others may empty slots meanwhile: never below 1. */
+                             .processes = f ? (live > r.dying ? live - r.dying : 1) : 1,
+                             .dying = r.dying,
+                             .dying_bytes = r.dying_bytes,
                              .alone = !f};
   return true;
 }
@@ -376,7 +367,7 @@ void cp_shared_after_failed_exec(void) {
     shared_dev_t *d = &devs[i];
     if (!atomic_load(&d->slot) || !d->file) continue;
     cp_budget_file_t *f = d->file;
-    cp_budget_slot_t *again = take_slot(f, d->limit);
+    cp_budget_slot_t *again = take_slot(d, f, d->limit);
     if (!again) {
       go_alone(d, d->held_at_exec); /* every slot taken meanwhile */
       continue;
@@ -385,4 +376,46 @@ void cp_shared_after_failed_exec(void) {
     atomic_store(&again->reserved, d->held_at_exec);
     go_shared(d, f, again);
   }
+}
+
+/* ---- waiting for a dead process's memory ---------------------------------------------- */
+
+/* NVML's list for d, or -1: also decides whether NVML can be used there
+ * (d->nvml). Called with no lock of the allocation path held. */
+static int nvml_list(shared_dev_t *d, uint32_t *pids, size_t cap) {
+  if (atomic_load(&d->nvml) == NVML_UNUSABLE) return -1;
+  int n = cp_nvml_pids(d->key, pids, cap);
+  /* Holding memory there, this process must be in the list; when it is
+   * not, NVML's pids are not this pid namespace's (a container's). */
+  cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
+  bool ok = n >= 0 && (atomic_load(&s->reserved) == 0 || listed(pids, n, (uint32_t)getpid()));
+  atomic_store(&d->nvml, ok ? NVML_USABLE : NVML_UNUSABLE);
+  return ok ? n : -1;
+}
+
+bool cp_shared_wait_dead(int device) {
+  if (!cp_shared_on(device) || !refused) return false;
+  shared_dev_t *d = &devs[device];
+  cp_budget_file_t *f = d->file;
+  if (!f) return false;
+  uint64_t want = refused_bytes;
+  uint32_t pids[CP_NVML_MAX_PIDS]; /* 4 KiB: this is the failure path's stack */
+  for (;;) {
+    int n = nvml_list(d, pids, CP_NVML_MAX_PIDS);
+    reaped_t r = reap_with(f, atomic_load(&d->nvml), pids, n);
+    if (r.emptied) return true;
+    uint64_t total = atomic_load(d->total), rest = total > r.dying_bytes ? total - r.dying_bytes : 0;
+    /* Nothing dying, or room that its end would not make: no wait. */
+    if (!r.dying || want > d->limit || rest > d->limit - want) return false;
+    /* Every dying slot is emptied by CUDAPOOL_SHARED_GRACE(_MAX) after its
+     * mark at the latest: the loop ends. */
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 2000000};
+    nanosleep(&pause, NULL);
+  }
+}
+
+uint64_t cp_shared_taken(int device, cp_shared_taken_t why) {
+  if (!cp_shared_on(device) || !devs[device].file) return 0;
+  cp_budget_file_t *f = devs[device].file;
+  return atomic_load(why == CP_SHARED_GONE ? &f->taken_gone : why == CP_SHARED_GRACE ? &f->taken_grace : &f->taken_cap);
 }

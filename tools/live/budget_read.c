@@ -48,9 +48,22 @@ static bool read_one(const char *path, const char *key, lb_budget_t *out) {
     memset(out, 0, sizeof *out);
     memcpy(out->group, f->group, sizeof out->group);
     out->total = atomic_load_explicit((_Atomic uint64_t *)&f->total, memory_order_acquire);
+    out->taken_gone = atomic_load_explicit((_Atomic uint64_t *)&f->taken_gone, memory_order_relaxed);
+    out->taken_grace = atomic_load_explicit((_Atomic uint64_t *)&f->taken_grace, memory_order_relaxed);
+    out->taken_cap = atomic_load_explicit((_Atomic uint64_t *)&f->taken_cap, memory_order_relaxed);
     for (unsigned i = 0; i < CP_BUDGET_SLOTS; i++) {
       const cp_budget_slot_t *s = &f->slot[i];
-      if (!slot_alive(s)) continue;
+      uint32_t pid = cp_budget_pid(atomic_load_explicit((_Atomic uint64_t *)&s->owner, memory_order_acquire));
+      if (!slot_alive(s)) {
+        /* A dead owner's slot still charged: its memory not yet gone from
+         * the driver (the shim empties it then). */
+        uint64_t held = atomic_load_explicit((_Atomic uint64_t *)&s->reserved, memory_order_relaxed);
+        if (pid != 0 && pid != CP_BUDGET_BUSY && held) {
+          out->dying++;
+          out->dying_bytes = cp_budget_add_sat(out->dying_bytes, held);
+        }
+        continue;
+      }
       out->processes++;
       uint64_t limit = atomic_load_explicit((_Atomic uint64_t *)&s->limit, memory_order_relaxed);
       if (limit > out->limit) out->limit = limit;

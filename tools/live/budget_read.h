@@ -20,6 +20,9 @@ typedef struct lb_budget {
   uint64_t limit;                  /* the largest limit a live process applies */
   uint64_t total;                  /* bytes the group has claimed (the file's total) */
   unsigned processes;              /* slots of live processes */
+  unsigned dying;                  /* slots of dead processes still charged (memory not yet freed) */
+  uint64_t dying_bytes;            /* their bytes, in total */
+  uint64_t taken_gone, taken_grace, taken_cap; /* dead shares taken back, by reason (budget_layout.h) */
 } lb_budget_t;
 
 /* The budgets for device key (every group, or only group when not NULL),

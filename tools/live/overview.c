@@ -52,9 +52,18 @@ static void print_budgets(FILE *out, const char *key, const char *group) {
   for (size_t i = 0; i < n; i++) {
     char limit[32], total[32], name[4 * CP_BUDGET_GROUP_MAX + 1];
     lv_escape(b[i].group, name, sizeof name);
-    fprintf(out, "  shared budget%s%s: limit %s, claimed %s by %u process%s\n", name[0] ? " of group " : "", name,
+    fprintf(out, "  shared budget%s%s: limit %s, claimed %s by %u process%s", name[0] ? " of group " : "", name,
             size(b[i].limit, limit, sizeof limit), size(b[i].total, total, sizeof total), b[i].processes,
             b[i].processes == 1 ? "" : "es");
+    char dying[32];
+    if (b[i].dying)
+      fprintf(out, " (%s of it %u exited processes' memory the driver has not freed yet)",
+              size(b[i].dying_bytes, dying, sizeof dying), b[i].dying);
+    if (b[i].taken_gone || b[i].taken_grace || b[i].taken_cap)
+      fprintf(out, "; exited processes' shares taken back: %llu freed by the driver, %llu after the grace, %llu "
+              "after its cap", (unsigned long long)b[i].taken_gone, (unsigned long long)b[i].taken_grace,
+              (unsigned long long)b[i].taken_cap);
+    fputc('\n', out);
   }
 }
 

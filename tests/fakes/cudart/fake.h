@@ -110,6 +110,7 @@ struct fc_state {
   /* FAKECUDA_SHARED_MEM: every process's used bytes per device, in a
    * shared file (state.c), or NULL: each process has the device alone. */
   _Atomic uint64_t *shared_used;
+  struct fc_shm_proc *shared_proc; /* this process's row (shared_mem.h), or NULL: no row free */
   pid_t shared_pid; /* the process that mapped it (a forked child's exit is not its) */
   long fail_after; /* cudaMalloc calls left before injected failures; -1 off */
   fc_alloc *allocs;

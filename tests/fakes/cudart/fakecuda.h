@@ -20,6 +20,10 @@ long fakecuda_calls(const char *fn);
  * fails with cudaErrorMemoryAllocation; n = -1 turns that off. The
  * environment variable FAKECUDA_FAIL_MALLOC_AFTER sets it at start. */
 void fakecuda_fail_malloc_after(long n);
+/* With FAKECUDA_SHARED_MEM: the memory of pid, held past its death by
+ * FAKECUDA_HOLD_AT_EXIT=1, given back (shared_mem.h); 0, or -1 when pid
+ * holds none that way. */
+int fakecuda_release_process(int pid);
 /* While on, no device work completes by itself: events recorded stay
  * incomplete (cudaEventQuery: cudaErrorNotReady) until a synchronisation
  * that covers them (cudaEventSynchronize, cudaStreamSynchronize,

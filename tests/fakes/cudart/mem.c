@@ -10,6 +10,8 @@
  * synchronisation, see clock.c). */
 #include "fake.h"
 
+#include "shared_mem.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,12 @@ fc_alloc *fc_alloc_containing(const void *p) {
   return (uintptr_t)p - (uintptr_t)a->base < a->size ? a : NULL;
 }
 
+_Static_assert(FC_SHM_DEVICES == FC_MAX_DEVICES, "the shared file has a column per device");
+
+/* This process's row of the shared file (shared_mem.h), or NULL (none
+ * free, or a forked child still on its parent's). */
+static fc_shm_proc *own_row(void) { return fc.shared_pid == getpid() ? fc.shared_proc : NULL; }
+
 /* With FAKECUDA_SHARED_MEM: charge every process's counter, or fail when
  * the device (all processes together) has not that much left. The file's
  * second row holds each device's peak of that counter (what a monitor
@@ -57,11 +65,39 @@ static bool shared_charge(int dev, size_t charged) {
   uint64_t seen = atomic_load(peak);
   while (seen < used + charged && !atomic_compare_exchange_weak(peak, &seen, used + charged)) {
   }
+  fc_shm_proc *r = own_row();
+  if (r) atomic_fetch_add(&r->bytes[dev], charged);
   return true;
 }
 
 static void shared_uncharge(int dev, size_t charged) {
-  if (fc.shared_used && charged) atomic_fetch_sub(&fc.shared_used[dev], charged);
+  if (!fc.shared_used || !charged) return;
+  atomic_fetch_sub(&fc.shared_used[dev], charged);
+  fc_shm_proc *r = own_row();
+  if (r) atomic_fetch_sub(&r->bytes[dev], charged);
+}
+
+/* A held process's memory given back, as a driver does late (shared_mem.h):
+ * 0, or -1 when no held row has that pid. */
+static int release_process(int pid) {
+  if (!fc.shared_used || pid <= 0) return -1;
+  fc_shm *m = (fc_shm *)(void *)fc.shared_used;
+  for (int i = 0; i < FC_SHM_PROCS; i++) {
+    fc_shm_proc *r = &m->procs[i];
+    if (atomic_load(&r->pid) != (uint32_t)pid || !atomic_load(&r->held)) continue;
+    for (int d = 0; d < FC_SHM_DEVICES; d++) atomic_fetch_sub(&fc.shared_used[d], atomic_exchange(&r->bytes[d], 0));
+    atomic_store(&r->held, 0);
+    atomic_store(&r->pid, 0);
+    return 0;
+  }
+  return -1;
+}
+
+int fakecuda_release_process(int pid) {
+  fc_enter(__func__);
+  int rc = release_process(pid);
+  fc_leave(cudaSuccess);
+  return rc;
 }
 
 /* FAKECUDA_EXIT_PIPE=R,W: the process's exit stops where a driver would
@@ -83,11 +119,14 @@ static void wait_at_exit(void) {
 __attribute__((destructor)) static void shared_uncharge_at_exit(void) {
   wait_at_exit();
   if (!fc.shared_used || fc.shared_pid != getpid()) return;
+  /* Held: it stays counted, and listed, until fakecuda_release_process. */
+  if (fc.shared_proc && atomic_load(&fc.shared_proc->held)) return;
   pthread_mutex_lock(&fc.lock);
   for (size_t i = 0; i < fc.nallocs; i++) {
     shared_uncharge(fc.allocs[i].device, fc.allocs[i].charged);
     fc.allocs[i].charged = 0; /* a free in a later destructor uncharges nothing */
   }
+  if (fc.shared_proc) atomic_store(&fc.shared_proc->pid, 0);
   pthread_mutex_unlock(&fc.lock);
 }
 

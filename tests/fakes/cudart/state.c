@@ -19,11 +19,20 @@
  *                               'e' written to fd W, then fd R read until it
  *                               closes (mem.c; where a driver still holds the
  *                               memory of a dying process)
+ *   FAKECUDA_HOLD_AT_EXIT=1     with FAKECUDA_SHARED_MEM: the process's memory
+ *                               stays counted after it dies, its pid listed
+ *                               by the fake NVML, until
+ *                               fakecuda_release_process (shared_mem.h)
  *
  * Invariants: fc.lock is held between fc_enter and fc_leave and nowhere
  * else; cudaErrorNotReady is never stored as the last error (natively a
  * query that is not ready is not an error). */
 #include "fake.h"
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "shared_mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,11 +107,33 @@ static void thread_exit(void *unused) {
   pthread_mutex_unlock(&fc.lock);
 }
 
-/* FAKECUDA_SHARED_MEM: the counters (one row of FC_MAX_DEVICES used
- * bytes, one of their peaks) are mapped from the file; updated with atomics
- * only (mem.c), so processes need no lock between them. */
+/* FAKECUDA_SHARED_MEM: the counters and the process rows
+ * (shared_mem.h) are mapped from the file; updated with atomics only
+ * (mem.c), so processes need no lock between them. */
+static bool row_free(fc_shm_proc *r) {
+  uint32_t pid = atomic_load(&r->pid);
+  if (pid == 0) return true;
+  /* A dead process's row (killed: no exit of its own emptied it), unless
+   * a test holds its memory. */
+  return !atomic_load(&r->held) && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+static void take_row(fc_shm *m) {
+  const char *h = getenv("FAKECUDA_HOLD_AT_EXIT");
+  for (int i = 0; i < FC_SHM_PROCS; i++) {
+    fc_shm_proc *r = &m->procs[i];
+    uint32_t pid = atomic_load(&r->pid);
+    if (!row_free(r) || !atomic_compare_exchange_strong(&r->pid, &pid, (uint32_t)getpid())) continue;
+    for (int d = 0; d < FC_SHM_DEVICES; d++) atomic_store(&r->bytes[d], 0);
+    atomic_store(&r->held, h && strcmp(h, "1") == 0);
+    atomic_store(&r->last_pid, (uint32_t)getpid());
+    fc.shared_proc = r;
+    return;
+  }
+}
+
 static void map_shared_mem(const char *path) {
-  size_t len = 2 * FC_MAX_DEVICES * sizeof(uint64_t);
+  size_t len = sizeof(fc_shm);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   struct stat st;
   void *m = MAP_FAILED;
@@ -113,8 +144,9 @@ static void map_shared_mem(const char *path) {
     fprintf(stderr, "fakecuda: FAKECUDA_SHARED_MEM=%s ignored (%s)\n", path, strerror(errno));
     return;
   }
-  fc.shared_used = m;
+  fc.shared_used = ((fc_shm *)m)->used;
   fc.shared_pid = getpid();
+  take_row(m);
 }
 
 static void init_once(void) {

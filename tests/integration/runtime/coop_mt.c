@@ -163,6 +163,21 @@ Test(coop, a_flood_costs_a_working_peer_one_round_per_interval) {
   it_free(&s);
 }
 
+/* Within the interval, a peer whose cache grew by at least what the asker
+ * lacks runs one more round (the second take); not a third (the third
+ * take fails, limited): the flood bound is two rounds per interval. The
+ * old rule answered the second "nothing more" too. */
+Test(coop, a_grown_cache_earns_one_more_round_within_the_interval) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=60000"), "coop",
+            IT_ARGS("regrow"));
+  cr_assert(eq(str, (char *)s.out,
+               "take: i=1 ok=1\ntake: i=2 ok=1\ntake: i=3 ok=0\nregrow: asked=3 rounds=2 limited=1 "
+               "given=6442450944\nhog: status=0\n"),
+            "%s\n%s", s.out, s.err);
+  it_free(&s);
+}
+
 Test(coop, without_an_interval_every_request_is_a_round) {
   it_result s = {0};
   it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_COOP_WAIT=5000", "CUDAPOOL_COOP_INTERVAL=0"), "coop",
@@ -229,6 +244,34 @@ Test(coop, stats_all_shows_every_process_per_device_with_its_budget) {
   const char *got = it_shell(&f, path);
   unlink(out);
   cr_assert(eq(str, (char *)got, want));
+  it_free(&f);
+  /* The same counters in the Prometheus text, labelled by pid and device
+   * number: the asker's on device 1, the hog's on 0 (its idle cache) and 1. */
+  cr_assert(eq(long, it_val(&s, "prom", "status", -1), 0), "%s", s.out);
+  snprintf(path, sizeof path, "cat '%s.prom'", out);
+  const char *prom = it_shell(&f, path);
+  snprintf(path, sizeof path, "%s.prom", out);
+  unlink(path);
+  static const struct {
+    bool hog;
+    int device;
+    const char *metric, *value;
+  } samples[] = {
+      {false, 1, "coop_asks_total", "1"},           {false, 1, "coop_got_bytes_total", "3221225472"},
+      {false, 1, "coop_asked_total", "0"},          {false, 1, "coop_rounds_total", "0"},
+      {false, 1, "coop_given_bytes_total", "0"},    {false, 1, "releasable_bytes", "0"},
+      {true, 1, "coop_asks_total", "0"},            {true, 1, "coop_asked_total", "1"},
+      {true, 1, "coop_rounds_total", "1"},          {true, 1, "coop_limited_total", "0"},
+      {true, 1, "coop_given_bytes_total", "3221225472"}, {true, 1, "releasable_bytes", "0"},
+      {true, 0, "coop_asked_total", "0"},           {true, 0, "releasable_bytes", "3221225472"},
+  };
+  for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+    char line[256];
+    snprintf(line, sizeof line, "\ncudapool_%s{pid=\"%ld\",device=\"%d\"} %s\n", samples[i].metric,
+             samples[i].hog ? hog : me, samples[i].device, samples[i].value);
+    cr_expect(ne(ptr, (void *)strstr(prom, line), NULL), "no %s in:\n%s", line + 1, prom);
+  }
+  cr_assert(ne(ptr, (void *)strstr(prom, "\n# TYPE cudapool_coop_rounds_total counter\n"), NULL), "%s", prom);
   it_free(&f);
   it_free(&s);
 }

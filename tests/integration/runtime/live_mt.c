@@ -155,10 +155,11 @@ Test(live, prometheus_text_carries_every_counter_with_exact_values) {
             "%s", prom);
   cr_assert(ne(ptr, (void *)strstr(prom, "\n# TYPE cudapool_hits_total counter\n"), NULL), "%s", prom);
   cr_assert(ne(ptr, (void *)strstr(prom, "\n# TYPE cudapool_reserved_bytes gauge\n"), NULL), "%s", prom);
-  /* 8 gauges (current and peak), 17 counters, 3 snapshot values: a HELP,
-   * a TYPE and one sample each. */
-  cr_assert(eq(int, it_count_lines(prom, "# HELP "), 2 * 8 + 17 + 3), "%s", prom);
-  cr_assert(eq(int, it_count_lines(prom, "{pid="), 2 * 8 + 17 + 3), "%s", prom);
+  /* 8 gauges (current and peak), 17 counters, 3 snapshot values, the
+   * releasable bytes and 6 cooperation counters: a HELP, a TYPE and one
+   * sample each. */
+  cr_assert(eq(int, it_count_lines(prom, "# HELP "), 2 * 8 + 17 + 3 + 1 + 6), "%s", prom);
+  cr_assert(eq(int, it_count_lines(prom, "{pid="), 2 * 8 + 17 + 3 + 1 + 6), "%s", prom);
   it_free(&f);
   it_free(&s);
 }

@@ -19,6 +19,7 @@
  *   - cudaMemGetInfo answers from the shared limit.
  * Each test names its own group (CUDAPOOL_SHARED_NAME), so tests running at
  * once do not meet. Program: tests/programs/runtime/shared.c. */
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,8 @@
 
 #include "budget_layout.h"
 #include "it_check.h"
+
+#include <criterion/parameterized.h>
 
 static char group_env[96], path[256];
 
@@ -190,5 +193,156 @@ Test(shared, an_exiting_peers_share_stays_until_it_is_gone) {
             s.err);
   cr_assert(eq(int, it_count_lines(s.err, "shared limit 4.00 GiB reached (CUDAPOOL_SHARED_LIMIT): 2 cudapool"), 1),
             "%s", s.err);
+  it_free(&s);
+}
+
+/* ---- a dead peer's memory the driver still holds ------------------------------------ */
+
+/* The driver frees a dead process's memory some time after its death (on
+ * an H100 four processes exiting one by one under a 3 GiB limit held
+ * 4.6-4.9 GiB when shares came back at death). These run `shared dead`:
+ * this process holds 64 MiB of a 4 GiB device and a 4 GiB limit, a child
+ * took 3 GiB and died; then this process asks for 3 GiB. */
+static char mem_env[128], nvml_env[PATH_MAX + 32];
+
+static void mk_dead(void) {
+  mk();
+  snprintf(mem_env, sizeof mem_env, "FAKECUDA_SHARED_MEM=/dev/shm/shared-it-mem.%ld", (long)getpid());
+  unlink(strchr(mem_env, '=') + 1);
+  snprintf(nvml_env, sizeof nvml_env, "LD_LIBRARY_PATH=%s/fakenvml", it_build());
+}
+
+static void rm_dead(void) {
+  rm();
+  unlink(strchr(mem_env, '=') + 1);
+}
+
+TestSuite(shared_dead, .init = mk_dead, .fini = rm_dead);
+
+#define DEAD_ENV(...) \
+  IT_ARGS("FAKECUDA_MEMORY=4G", mem_env, group_env, "CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_COOP_WAIT=100", __VA_ARGS__)
+
+/* NVML still lists the dead child: its share stays until the driver (the
+ * fake, released by the program's thread once NVML has been asked) frees
+ * its memory, and then serves the take. Taken back at death, the take
+ * would pass the limit while the device is still full, and fail there. */
+Test(shared_dead, a_dead_peers_share_stays_while_nvml_lists_it) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV(nvml_env), "shared", IT_ARGS("dead", "3072", "release"));
+  cr_assert(eq(str, (char *)s.out, "take: ok=1 code=0\nreleased: before=1 rc=0\ntaken: gone=1 grace=0 cap=0\n"),
+            "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)s.err, ""));
+  it_free(&s);
+}
+
+/* NVML's list as old drivers give it (_v1 only). */
+Test(shared_dead, the_first_process_list_of_nvml_serves_too) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV(nvml_env, "FAKENVML_MODE=v1"), "shared", IT_ARGS("dead", "3072", "release"));
+  cr_assert(eq(str, (char *)s.out, "take: ok=1 code=0\nreleased: before=1 rc=0\ntaken: gone=1 grace=0 cap=0\n"),
+            "%s\n%s", s.out, s.err);
+  it_free(&s);
+}
+
+/* No NVML (no library on the path): the dead child's share stays the
+ * grace long; cudaMemGetInfo still counts it (4 GiB less this process's
+ * 64 MiB and the child's 3 GiB). */
+Test(shared_dead, without_nvml_a_dead_share_stays_the_grace) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV("CUDAPOOL_SHARED_GRACE=60000"), "shared", IT_ARGS("dead", "3072", "info"));
+  cr_assert(eq(str, (char *)s.out,
+               "info: when=dead code=0 free=1006632960 total=4294967296\ntaken: gone=0 grace=0 cap=0\n"),
+            "%s\n%s", s.out, s.err);
+  it_free(&s);
+}
+
+/* ... and comes back once the grace is over (the refused allocation waits
+ * for it: no sleep here, the shim's own bounded wait). */
+Test(shared_dead, without_nvml_a_dead_share_comes_back_after_the_grace) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV("CUDAPOOL_SHARED_GRACE=200"), "shared", IT_ARGS("dead", "3072", "take"));
+  cr_assert(eq(str, (char *)s.out, "take: ok=1 code=0\ntaken: gone=0 grace=1 cap=0\n"), "%s\n%s", s.out, s.err);
+  cr_assert(eq(str, (char *)s.err, ""));
+  it_free(&s);
+}
+
+/* An NVML that lists the dead pid for ever: taken back after
+ * CUDAPOOL_SHARED_GRACE_MAX, counted as such. */
+Test(shared_dead, an_nvml_that_keeps_listing_a_dead_pid_is_capped) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV(nvml_env, "FAKENVML_MODE=stuck", "CUDAPOOL_SHARED_GRACE=60000",
+                                  "CUDAPOOL_SHARED_GRACE_MAX=300"),
+            "shared", IT_ARGS("dead", "3072", "take"));
+  cr_assert(eq(str, (char *)s.out, "take: ok=1 code=0\ntaken: gone=0 grace=0 cap=1\n"), "%s\n%s", s.out, s.err);
+  it_free(&s);
+}
+
+/* A broken or hostile NVML is not believed: the grace decides, nothing
+ * hangs or crashes. */
+typedef struct nvml_mode {
+  char env[40];
+} nvml_mode_t;
+
+ParameterizedTestParameters(shared_dead, a_broken_nvml_falls_back_to_the_grace) {
+  static nvml_mode_t modes[] = {{"FAKENVML_MODE=init-fails"},
+                                {"FAKENVML_MODE=overflow"},
+                                {"FAKENVML_MODE=insufficient"},
+                                {"FAKENVML_MODE=no-self"}};
+  return cr_make_param_array(nvml_mode_t, modes, sizeof modes / sizeof modes[0]);
+}
+
+ParameterizedTest(nvml_mode_t *mode, shared_dead, a_broken_nvml_falls_back_to_the_grace) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV(nvml_env, mode->env, "CUDAPOOL_SHARED_GRACE=0"), "shared",
+            IT_ARGS("dead", "3072", "take"));
+  cr_assert(eq(str, (char *)s.out, "take: ok=1 code=0\ntaken: gone=0 grace=1 cap=0\n"), "%s: %s\n%s", mode->env,
+            s.out, s.err);
+  it_free(&s);
+}
+
+/* Workers exiting one by one while the others churn, with the fake NVML
+ * and one fake device for all (its driver frees a worker's memory at its
+ * exit): the group's total never passes the limit, and no failure is
+ * other than out of memory. */
+Test(shared_dead, four_processes_exiting_one_by_one_never_pass_the_limit) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM,
+            IT_ARGS("FAKECUDA_MEMORY=16G", mem_env, group_env, nvml_env, "CUDAPOOL_SHARED_LIMIT=3G",
+                    "CUDAPOOL_COOP_WAIT=5000"),
+            "shared", IT_ARGS("churn", "4", "60", "staggered"));
+  int workers = 0;
+  for (const char *line = s.out; (line = strstr(line, "worker: ")); line++) {
+    int a, r, over, bad;
+    cr_assert(eq(int, sscanf(line, "worker: served=%d refused=%d over=%d badcode=%d", &a, &r, &over, &bad), 4));
+    cr_assert(eq(int, over, 0), "%s", s.out);
+    cr_assert(eq(int, bad, 0), "%s", s.out);
+    workers++;
+  }
+  cr_assert(eq(int, workers, 4), "%s\n%s", s.out, s.err);
+  cr_assert(eq(int, it_count_lines(s.out, "status=0"), 4), "%s", s.out);
+  cr_assert(eq(int, it_count_lines(s.out, "taken: "), 1), "%s", s.out);
+  it_free(&s);
+}
+
+/* `cudapool stats --all` shows the share still held for the dead child,
+ * then, once the take got it after the grace, why it came back. */
+Test(shared_dead, stats_all_shows_a_dead_share_and_why_it_came_back) {
+  char reader[PATH_MAX];
+  snprintf(reader, sizeof reader, "%s/cudapool-stats", it_build());
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, DEAD_ENV("CUDAPOOL_SHARED_GRACE=200"), "shared", IT_ARGS("dead", "3072", "stats", reader));
+  const char *group = strchr(group_env, '=') + 1;
+  char before[512], after[512];
+  snprintf(before, sizeof before,
+           "  shared budget of group %s: limit 4.00 GiB, claimed 3.06 GiB by 1 process (3.00 GiB of it 1 exited "
+           "processes' memory the driver has not freed yet)\n",
+           group);
+  snprintf(after, sizeof after,
+           "  shared budget of group %s: limit 4.00 GiB, claimed 3.06 GiB by 1 process; exited processes' shares "
+           "taken back: 0 freed by the driver, 1 after the grace, 0 after its cap\n",
+           group);
+  cr_assert(ne(ptr, strstr(s.out, before), NULL), "%s\n%s", s.out, s.err);
+  cr_assert(ne(ptr, strstr(s.out, after), NULL), "%s\n%s", s.out, s.err);
+  cr_assert(ne(ptr, strstr(s.out, "take: ok=1 code=0\n"), NULL), "%s", s.out);
   it_free(&s);
 }

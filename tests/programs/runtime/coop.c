@@ -34,19 +34,29 @@
  *                     overview of cudapool-stats) into the file OUT while
  *                     both run; prints "reader: status=", the pids
  *                     ("pids: me= hog=") and the commands the overview
- *                     should show ("mecmd: ...", "hogcmd: ...")
- *   coop hog R W [both|work|chunks]
+ *                     should show ("mecmd: ...", "hogcmd: ...");
+ *                     then `READER --prometheus` (every process of this
+ *                     user) into OUT.prom: "prom: status="
+ *   coop regrow       three takes of what an idle hog freed, its cache
+ *                     grown again by as much before the second and the
+ *                     third: "take: i= ok=", then the hog's counters
+ *                     "regrow: asked= rounds= limited= given=" (run with
+ *                     a long CUDAPOOL_COOP_INTERVAL: all in one interval)
+ *   coop hog R W [both|work|chunks|regrow]
  *                     (the child) 3/4 of the device's free memory
  *                     allocated and freed (on devices 0 and 1 with "both";
  *                     in 1 GiB blocks with "chunks"),
  *                     then its size written to fd W, then waits until fd R
  *                     closes (with "work": until a byte comes on R, then
- *                     works until R closes, and prints "work: failed=")
+ *                     works until R closes, and prints "work: failed=";
+ *                     with "regrow": each byte 'g' on R, allocates and
+ *                     frees that size again and writes 'd' to W)
  *
  * Run with FAKECUDA_MEMORY=4G (3 GiB each), or on a GPU
  * (scripts/gpu-check.d/coop.sh). The "take:" line is the same natively
  * (cudaFree gives the memory back at once) and under the shim with
  * cooperation on; under the shim with it off the take fails. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -88,7 +98,7 @@ static long work(int r) {
   }
 }
 
-static int hog(int rfd, int wfd, bool both, bool working, bool chunks) {
+static int hog(int rfd, int wfd, bool both, bool working, bool chunks, bool regrow) {
   void *p[MAX_CHUNKS];
   size_t free_bytes, total;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 1;
@@ -108,6 +118,11 @@ static int hog(int rfd, int wfd, bool both, bool working, bool chunks) {
   }
   if (write(wfd, &size, sizeof size) != (ssize_t)sizeof size) return 1;
   char c;
+  /* Each 'g': its cache grows again by size (allocated and freed), then 'd'. */
+  while (regrow && read(rfd, &c, 1) == 1) {
+    void *q;
+    if (cudaMalloc(&q, size) != cudaSuccess || cudaFree(q) != cudaSuccess || write(wfd, "d", 1) != 1) return 1;
+  }
   if (working) {
     if (read(rfd, &c, 1) != 1) return 1;
     printf("work: failed=%ld\n", work(rfd));
@@ -122,6 +137,7 @@ static int hog(int rfd, int wfd, bool both, bool working, bool chunks) {
 /* Starts `coop hog R W how` as a child: its pid; *to (its R's other end)
  * and the size it freed, once it has. -1 on failure. */
 static char hog_command[64];
+static int hog_from = -1; /* with "regrow": the hog's fd W, read end */
 
 static pid_t start_hog(const char *how, int *to, size_t *size) {
   int to_hog[2], from_hog[2];
@@ -142,7 +158,10 @@ static pid_t start_hog(const char *how, int *to, size_t *size) {
   close(from_hog[1]);
   *to = to_hog[1];
   ssize_t got = read(from_hog[0], size, sizeof *size);
-  close(from_hog[0]);
+  if (how && strcmp(how, "regrow") == 0)
+    hog_from = from_hog[0];
+  else
+    close(from_hog[0]);
   return got == (ssize_t)sizeof *size ? child : -1;
 }
 
@@ -201,14 +220,17 @@ static void own_command(char *out, size_t cap) {
 
 /* Runs reader --all --group $CUDAPOOL_SHARED_NAME into the file out: its
  * exit status. */
-static int run_reader(const char *reader, const char *out) {
+static int run_reader(const char *reader, const char *out, const char *how) {
   const char *group = getenv("CUDAPOOL_SHARED_NAME");
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
-    execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    if (strcmp(how, "--all") == 0)
+      execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    else
+      execl(reader, reader, how, "--timeout", "10", (char *)NULL);
     _exit(127);
   }
   int st;
@@ -227,7 +249,10 @@ static int all(const char *reader, const char *out) {
   if (count > 1 && cudaSetDevice(1) != cudaSuccess) return 1;
   cudaError_t err = cudaMalloc(&p, size);
   printf("take: ok=%d\n", err == cudaSuccess);
-  printf("reader: status=%d\n", run_reader(reader, out));
+  printf("reader: status=%d\n", run_reader(reader, out, "--all"));
+  char prom[PATH_MAX];
+  snprintf(prom, sizeof prom, "%s.prom", out);
+  printf("prom: status=%d\n", run_reader(reader, prom, "--prometheus"));
   char me[256];
   own_command(me, sizeof me);
   printf("pids: me=%ld hog=%ld\n", (long)getpid(), (long)child);
@@ -299,6 +324,45 @@ static int flood(long n) {
   return 0;
 }
 
+/* Three takes of what the hog freed, its cache grown again by as much
+ * before the second and the third, all within one CUDAPOOL_COOP_INTERVAL:
+ * "take: i= ok=" each, then the hog's counters "regrow: asked= rounds=
+ * limited= given=" (coop.c's extra round: the second earns it, the third
+ * does not). */
+static int regrow(void) {
+  int to;
+  size_t size;
+  pid_t child = start_hog("regrow", &to, &size);
+  if (child < 0) return 1;
+  int (*empty)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cudapool_empty_cache");
+  for (int i = 1; i <= 3; i++) {
+    char c;
+    if (i > 1 && (write(to, "g", 1) != 1 || read(hog_from, &c, 1) != 1)) return 1;
+    void *p = NULL;
+    cudaError_t err = cudaMalloc(&p, size);
+    printf("take: i=%d ok=%d\n", i, err == cudaSuccess);
+    if (err == cudaSuccess) cudaFree(p);
+    if (empty) empty(0); /* back to the device, for the hog's next growth */
+  }
+  char path[128];
+  snprintf(path, sizeof path, CP_LIVE_DIR "/" CP_LIVE_PREFIX "%lu.%ld", (unsigned long)geteuid(), (long)child);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  void *m = fd >= 0 ? mmap(NULL, sizeof(cp_live_segment_t), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (fd >= 0) close(fd);
+  if (m != MAP_FAILED) {
+    cp_live_device_t *dv = &((cp_live_segment_t *)m)->dev[0];
+    printf("regrow: asked=%llu rounds=%llu limited=%llu given=%llu\n", (unsigned long long)atomic_load(&dv->asked),
+           (unsigned long long)atomic_load(&dv->rounds), (unsigned long long)atomic_load(&dv->limited),
+           (unsigned long long)atomic_load(&dv->given));
+    munmap(m, sizeof(cp_live_segment_t));
+  }
+  close(to);
+  int st;
+  if (waitpid(child, &st, 0) != child) return 1;
+  printf("hog: status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *how = argc > 2 ? argv[2] : "";
@@ -306,12 +370,13 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "chunks") == 0) return pair(false, false, true);
   if (strcmp(mode, "flood") == 0 && argc > 2) return flood(atol(argv[2]));
   if (strcmp(mode, "all") == 0 && argc > 3) return all(argv[2], argv[3]);
+  if (strcmp(mode, "regrow") == 0) return regrow();
   if (strcmp(mode, "hog") == 0 && argc > 3) {
     const char *extra = argc > 4 ? argv[4] : "";
     return hog(atoi(argv[2]), atoi(argv[3]), strcmp(extra, "both") == 0, strcmp(extra, "work") == 0,
-               strcmp(extra, "chunks") == 0);
+               strcmp(extra, "chunks") == 0, strcmp(extra, "regrow") == 0);
   }
-  fprintf(stderr, "usage: coop pair [stop|devices] | coop chunks | coop flood N | coop all READER OUT | "
-                  "coop hog R W [both|work|chunks]\n");
+  fprintf(stderr, "usage: coop pair [stop|devices] | coop chunks | coop flood N | coop all READER OUT | coop regrow | "
+                  "coop hog R W [both|work|chunks|regrow]\n");
   return 2;
 }

@@ -2,16 +2,23 @@
  * shared_limit.c), each with its own fake device (the limit is what they
  * share); run under the shim, with CUDAPOOL_SHARED_NAME naming the group.
  *
- *   shared churn N ITERS   N workers (`shared worker`, children), each
+ *   shared churn N ITERS [staggered]
+ *                          N workers (`shared worker`, children), each
  *                          holding 512 MiB until all do, then allocating
  *                          and freeing 256 MiB blocks ITERS times; each
  *                          reads the group's total from the budget file
  *                          after every allocation served; all end together
- *                          (none churns while another exits). Prints per worker
+ *                          (none churns while another exits), or with
+ *                          "staggered" worker I churns ITERS*(I+1)/N times
+ *                          and exits at once, while the others churn on
+ *                          (the driver frees a dead worker's memory late:
+ *                          its share must wait for that). Prints per worker
  *                          "worker: i=I status=S served=A refused=R over=O
  *                          badcode=B" (over: totals seen above the limit;
  *                          badcode: failures other than
- *                          cudaErrorMemoryAllocation)
+ *                          cudaErrorMemoryAllocation), then the budget
+ *                          file's dead shares taken back, "taken: gone=
+ *                          grace= cap="
  *   shared killed SIZE     a child holds SIZE, is killed (SIGKILL), then
  *                          this process allocates SIZE: "take: ok= code="
  *   shared stopped SIZE [stop]  a child allocates and frees SIZE (its cache
@@ -24,14 +31,35 @@
  *                          its exit is held where the driver still has its
  *                          memory (FAKECUDA_EXIT_PIPE), then once it is
  *                          gone, this process allocates SIZE: "take:" twice
+ *   shared dead SIZE HOW   this process holds 64 MiB; a child allocates and
+ *                          frees SIZE and exits (with HOW "release" its
+ *                          memory held in the fake driver past its death:
+ *                          FAKECUDA_HOLD_AT_EXIT=1); once it is reaped:
+ *                          HOW "release": a
+ *                          thread gives the child's memory back (the fake's
+ *                          fakecuda_release_process) once the fake NVML has
+ *                          answered a question, while this process allocates
+ *                          SIZE ("take:", then "released: before=1" when the
+ *                          release came before the take returned); "take":
+ *                          allocates SIZE; "info": cudaMemGetInfo ("info:");
+ *                          "stats READER": `READER --all --group GROUP`
+ *                          (cudapool-stats), then "take", then READER again;
+ *                          then the budget file's counts of dead shares
+ *                          taken back: "taken: gone= grace= cap="
  *   shared take SIZE       allocates SIZE: "take: ok= code="
  *   shared path            prints the budget file's path: "path: PATH"
  *   shared hold SIZE R W [free]  (a child) allocates SIZE (and frees it),
  *                          writes 1 byte to fd W, waits until fd R closes
  * The limit and the sizes come from the test (tests/integration/runtime/
  * shared_mt.c), or from scripts/gpu-check.d/shared.sh on a GPU. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, when nvcc builds it for scripts/gpu-check */
+#endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -122,7 +150,7 @@ static int end_child(pid_t child, int to) {
 
 /* ---- churn ------------------------------------------------------------------------ */
 
-static int worker(int iters, int rfd, int wfd) {
+static int worker(int iters, int rfd, int wfd, bool staggered) {
   void *base, *blocks[8];
   int n = 0, served = 0, refused = 0, over = 0, badcode = 0;
   if (cudaMalloc(&base, 512 * MiB) != cudaSuccess) return 1;
@@ -151,13 +179,20 @@ static int worker(int iters, int rfd, int wfd) {
   /* All end together: a process's memory goes back to the driver only as
    * it dies, so a peer still churning while one exits would measure the
    * driver's teardown, not the limit. */
-  if (write(wfd, "y", 1) != 1 || read(rfd, &c, 1) != 1) return 3;
+  if (!staggered && (write(wfd, "y", 1) != 1 || read(rfd, &c, 1) != 1)) return 3;
   cudaFree(base);
   printf("worker: served=%d refused=%d over=%d badcode=%d\n", served, refused, over, badcode);
   return 0;
 }
 
-static int churn(int n, int iters) {
+static void print_taken(void) {
+  const cp_budget_file_t *f = map_budget();
+  if (f)
+    printf("taken: gone=%llu grace=%llu cap=%llu\n", (unsigned long long)atomic_load(&f->taken_gone),
+           (unsigned long long)atomic_load(&f->taken_grace), (unsigned long long)atomic_load(&f->taken_cap));
+}
+
+static int churn(int n, int iters, bool staggered) {
   pid_t kids[16];
   int down[16][2], up[16][2];
   if (n > 16) return 1;
@@ -167,10 +202,10 @@ static int churn(int n, int iters) {
     if ((kids[i] = fork()) < 0) return 1;
     if (kids[i] == 0) {
       char it[16], r[16], w[16];
-      snprintf(it, sizeof it, "%d", iters);
+      snprintf(it, sizeof it, "%d", staggered ? iters * (i + 1) / n : iters);
       snprintf(r, sizeof r, "%d", down[i][0]);
       snprintf(w, sizeof w, "%d", up[i][1]);
-      execl("/proc/self/exe", "shared", "worker", it, r, w, (char *)NULL);
+      execl("/proc/self/exe", "shared", "worker", it, r, w, staggered ? "staggered" : "together", (char *)NULL);
       _exit(127);
     }
     close(down[i][0]);
@@ -181,15 +216,16 @@ static int churn(int n, int iters) {
     if (read(up[i][0], &c, 1) != 1) return 1;
   for (int i = 0; i < n; i++)
     if (write(down[i][1], "x", 1) != 1) return 1;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && !staggered; i++)
     if (read(up[i][0], &c, 1) != 1) return 1; /* every worker done churning */
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && !staggered; i++)
     if (write(down[i][1], "x", 1) != 1) return 1;
   for (int i = 0; i < n; i++) {
     int st;
     if (waitpid(kids[i], &st, 0) != kids[i]) return 1;
     printf("status: i=%d status=%d\n", i, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   }
+  print_taken();
   return 0;
 }
 
@@ -251,15 +287,100 @@ static int exiting(size_t size) {
   return 0;
 }
 
-static int exiter(size_t size) {
-  void *p;
-  return cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess;
-}
-
 static void info(const char *when) {
   size_t free_bytes = 0, total = 0;
   cudaError_t err = cudaMemGetInfo(&free_bytes, &total);
   printf("info: when=%s code=%d free=%zu total=%zu\n", when, (int)err, free_bytes, total);
+}
+
+/* ---- a dead peer whose memory the driver still holds ---------------------------- */
+
+typedef struct releaser {
+  int query, done; /* the fake NVML's byte per answer; closed by main when done */
+  pid_t child;
+  _Atomic int released, rc;
+} releaser_t;
+
+/* Once the fake NVML has answered (the shim looked and saw the child still
+ * listed), the child's memory goes back, as the driver frees it late. */
+static void *release_late(void *arg) {
+  releaser_t *r = arg;
+  struct pollfd p[2] = {{.fd = r->query, .events = POLLIN}, {.fd = r->done, .events = POLLIN}};
+  while (poll(p, 2, -1) >= 0 || errno == EINTR) {
+    if (p[1].revents) return NULL;
+    char c;
+    if ((p[0].revents & POLLIN) && read(r->query, &c, 1) == 1) {
+      int (*release)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "fakecuda_release_process");
+      atomic_store(&r->released, 1);
+      atomic_store(&r->rc, release ? release((int)r->child) : -2);
+      return NULL;
+    }
+    if (p[0].revents & (POLLHUP | POLLERR)) return NULL;
+  }
+  return NULL;
+}
+
+/* `reader --all --group $CUDAPOOL_SHARED_NAME` into this process's stdout. */
+static int overview(const char *reader) {
+  const char *group = getenv("CUDAPOOL_SHARED_NAME");
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    execl(reader, reader, "--all", "--group", group ? group : "", "--timeout", "10", (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int dead(size_t size, const char *how, const char *reader) {
+  int q[2], done[2];
+  if (pipe2(q, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0) return 1;
+  char fd[16];
+  snprintf(fd, sizeof fd, "%d", q[1]);
+  setenv("FAKENVML_QUERY_FD", fd, 1);
+  void *mine;
+  if (cudaMalloc(&mine, 64 * MiB) != cudaSuccess) return 1; /* a context the fake NVML lists */
+  fflush(stdout);
+  pid_t child = fork();
+  if (child < 0) return 1;
+  if (child == 0) {
+    char mib[32];
+    snprintf(mib, sizeof mib, "%zu", size / MiB);
+    if (strcmp(how, "release") == 0) setenv("FAKECUDA_HOLD_AT_EXIT", "1", 1);
+    execl("/proc/self/exe", "shared", "exiter", mib, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  releaser_t r = {.query = q[0], .done = done[0], .child = child};
+  pthread_t t;
+  bool late = strcmp(how, "release") == 0;
+  if (late && pthread_create(&t, NULL, release_late, &r) != 0) return 1;
+  if (strcmp(how, "info") == 0) {
+    info("dead");
+  } else if (strcmp(how, "stats") == 0 && reader) {
+    if (overview(reader) != 0) return 1;
+    take(size);
+    if (overview(reader) != 0) return 1;
+  } else {
+    take(size);
+  }
+  if (late) {
+    int released = atomic_load(&r.released);
+    close(done[1]);
+    pthread_join(t, NULL);
+    printf("released: before=%d rc=%d\n", released, atomic_load(&r.rc));
+  }
+  print_taken();
+  cudaFree(mine);
+  return 0;
+}
+
+static int exiter(size_t size) {
+  void *p;
+  return cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess;
 }
 
 static int meminfo(size_t size) {
@@ -277,13 +398,16 @@ static int meminfo(size_t size) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (strcmp(mode, "churn") == 0 && argc > 3) return churn(atoi(argv[2]), atoi(argv[3]));
-  if (strcmp(mode, "worker") == 0 && argc > 4) return worker(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+  if (strcmp(mode, "churn") == 0 && argc > 3)
+    return churn(atoi(argv[2]), atoi(argv[3]), argc > 4 && strcmp(argv[4], "staggered") == 0);
+  if (strcmp(mode, "worker") == 0 && argc > 4)
+    return worker(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc > 5 && strcmp(argv[5], "staggered") == 0);
   if (strcmp(mode, "killed") == 0 && argc > 2) return killed(size_arg(argv[2]));
   if (strcmp(mode, "stopped") == 0 && argc > 2) return stopped(size_arg(argv[2]), argc > 3);
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
   if (strcmp(mode, "exiting") == 0 && argc > 2) return exiting(size_arg(argv[2]));
   if (strcmp(mode, "exiter") == 0 && argc > 2) return exiter(size_arg(argv[2]));
+  if (strcmp(mode, "dead") == 0 && argc > 3) return dead(size_arg(argv[2]), argv[3], argc > 4 ? argv[4] : NULL);
   if (strcmp(mode, "take") == 0 && argc > 2) {
     take(size_arg(argv[2]));
     return 0;
@@ -296,6 +420,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "hold") == 0 && argc > 5)
     return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), strcmp(argv[5], "free") == 0);
-  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | exiting MIB | take MIB | path\n");
+  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | exiting MIB | dead MIB release|take|info | take MIB | path\n");
   return 2;
 }
