@@ -31,6 +31,15 @@
 
 __global__ void write_at(float *p, size_t i, float v) { p[i] = v; }
 
+/* Writes after spin_ns: the block stays pending (its fence not done) while
+ * the host frees it and asks again, so that the reuse needs a barrier. */
+__global__ void spin_then_write(float *p, uint64_t spin_ns) {
+  uint64_t start = globaltimer_ns();
+  while (globaltimer_ns() - start < spin_ns) {
+  }
+  p[0] = 1.0f;
+}
+
 /* The three neighbours of one small segment: before, the block, after. */
 typedef struct blocks {
   float *before, *block, *after;
@@ -83,7 +92,7 @@ static int marks(void) {
   float *p = NULL, *q = NULL;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   CHECK(cudaMalloc(&p, 4 << 20)); /* large pool: a 20 MiB segment */
-  write_at<<<1, 1, 0, s>>>(p, 0, 1.0f);
+  spin_then_write<<<1, 1, 0, s>>>(p, 200000000ull);
   CHECK(cudaGetLastError());
   CHECK(cudaFree(p));
   CHECK(cudaMalloc(&q, 4 << 20)); /* pending bytes >= the request: a barrier */
