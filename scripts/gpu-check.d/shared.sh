@@ -18,6 +18,9 @@
 #     (bench/gpu/driver_free.py: a native process holding 4 GiB exits, or is
 #     killed; NVML polled every millisecond), against CUDAPOOL_SHARED_GRACE's
 #     default (2000 ms: what the shim waits where NVML cannot say);
+#   - the same exit under the shim (bench/gpu/exit_share.py): whether the
+#     exiting process's share leaves the budget before its memory leaves
+#     the device (INFO with the figures when it does);
 #   - a single process's step time with the features on (live segment,
 #     cooperation, idle release, a shared limit) against off, interleaved.
 # shellcheck shell=bash
@@ -125,6 +128,19 @@ section_shared() {
       record PASS "the driver frees a dead process's memory" "$detail (under CUDAPOOL_SHARED_GRACE's 2000 ms)"
     else
       record INFO "the driver frees a dead process's memory" "$detail: later than CUDAPOOL_SHARED_GRACE's 2000 ms default"
+    fi
+    # The same exit under the shim: does the share leave the budget before
+    # the memory leaves the device (the runtime ending its context at exit)?
+    run "exit share" 60 "$WORK/exit-share.out" python3 bench/gpu/exit_share.py "$shared" "$SHIM" 3
+    local early
+    early=$(sed -n 's/^exit_share: worst share_before_memory_ms=\([0-9.]*\).*/\1/p' "$WORK/exit-share.out")
+    detail="$(grep -h '^exit_share: run' "$WORK/exit-share.out" | sed 's/^exit_share: //' | tr '\n' ';')"
+    if [ -z "$early" ]; then
+      record FAIL "an exiting process's share against its memory" "exit $rc; $(head -c 300 "$WORK/exit-share.out.err")"
+    elif [ "$early" = 0.0 ]; then
+      record PASS "an exiting process's share against its memory" "$detail the share never left before the memory"
+    else
+      record INFO "an exiting process's share against its memory" "$detail the share left the budget up to ${early} ms before the memory left the device"
     fi
   else
     record SKIP "four processes under a shared limit" "nvcc could not build shared.c (see $LOG)"
