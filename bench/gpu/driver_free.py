@@ -19,20 +19,13 @@ Exits 2 when NVML cannot be had.
   driver_free.py HOLD MIB [RUNS]
 """
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
 
-
-class _Process(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong), ("gi", ctypes.c_uint), ("ci", ctypes.c_uint)]
-
-
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+from nvml_device import Device0
 
 
 def main(argv):
@@ -42,24 +35,15 @@ def main(argv):
     hold, mib = argv[0], int(argv[1])
     runs = int(argv[2]) if len(argv) > 2 else 3
     try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        handle = ctypes.c_void_p()
-        if nvml.nvmlInit_v2() != 0 or nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
-            raise OSError("NVML did not start")
+        gpu = Device0()
     except OSError as e:
         print(f"driver_free: {e}", file=sys.stderr)
         return 2
-
-    def used():
-        m = _Memory()
-        return m.used if nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(m)) == 0 else None
+    used = gpu.used
 
     def listed(pid):
-        n = ctypes.c_uint(256)
-        procs = (_Process * 256)()
-        if nvml.nvmlDeviceGetComputeRunningProcesses_v3(handle, ctypes.byref(n), procs) != 0:
-            return None
-        return any(p.pid == pid for p in procs[: n.value])
+        procs = gpu.processes()
+        return None if procs is None else any(p == pid for p, _ in procs)
 
     worst = [0.0, 0.0]
     for how in ("exit", "kill"):

@@ -19,7 +19,6 @@ device (0 when never). Exits 2 without NVML, cc or the budget file.
   exit_share.py HOLD SHIM [RUNS]
 """
 
-import ctypes
 import glob
 import os
 import struct
@@ -28,9 +27,7 @@ import sys
 import tempfile
 import time
 
-
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+from nvml_device import Device0
 
 
 def total_offset():
@@ -40,7 +37,8 @@ def total_offset():
         with open(os.path.join(d, "o.c"), "w") as f:
             f.write(src)
         exe = os.path.join(d, "o")
-        subprocess.run([os.environ.get("CC", "cc"), "-Icommon", os.path.join(d, "o.c"), "-o", exe], check=True)
+        common = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common")
+        subprocess.run([os.environ.get("CC", "cc"), "-I" + common, os.path.join(d, "o.c"), "-o", exe], check=True)
         return int(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
 
 
@@ -52,17 +50,10 @@ def main(argv):
     runs = int(argv[2]) if len(argv) > 2 else 3
     try:
         offset = total_offset()
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        handle = ctypes.c_void_p()
-        if nvml.nvmlInit_v2() != 0 or nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
-            raise OSError("NVML did not start")
+        used = Device0().used
     except (OSError, subprocess.CalledProcessError, ValueError) as e:
         print(f"exit_share: {e}", file=sys.stderr)
         return 2
-
-    def used():
-        m = _Memory()
-        return m.used if nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(m)) == 0 else None
 
     worst = 0.0
     for run in range(1, runs + 1):

@@ -14,18 +14,11 @@ context included, from nvmlDeviceGetComputeRunningProcesses).
   nvml_peak.py [--period-ms 20] [--per-pid] -- COMMAND [ARGS...]
 """
 
-import ctypes
 import subprocess
 import sys
 import threading
 
-
-class _Process(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong), ("gi", ctypes.c_uint), ("ci", ctypes.c_uint)]
-
-
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+from nvml_device import Device0
 
 
 def main(argv):
@@ -40,28 +33,17 @@ def main(argv):
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
     try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        handle = ctypes.c_void_p()
-        if nvml.nvmlInit_v2() != 0 or nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(handle)) != 0:
-            raise OSError("NVML did not start")
+        gpu = Device0()
     except OSError as e:
         print(f"nvml_peak: {e}", file=sys.stderr)
         return 2
-
-    def used():
-        m = _Memory()
-        return m.used if nvml.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(m)) == 0 else None
-
+    used = gpu.used
     pids = {}
 
     def sample_pids():
-        n = ctypes.c_uint(64)
-        procs = (_Process * 64)()
-        if nvml.nvmlDeviceGetComputeRunningProcesses_v3(handle, ctypes.byref(n), procs) != 0:
-            return
-        for p in procs[: n.value]:
-            if p.used < (1 << 62):
-                pids[p.pid] = max(pids.get(p.pid, 0), p.used)
+        for pid, held in gpu.processes(64) or []:
+            if held < (1 << 62):
+                pids[pid] = max(pids.get(pid, 0), held)
 
     base = used() or 0
     peak = [0, 0]

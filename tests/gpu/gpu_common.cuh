@@ -212,18 +212,23 @@ __device__ static inline uint64_t globaltimer_ns(void) {
   return t;
 }
 
-/* Busy-waits for spin_ns, then checks buf against pattern(seed). The spin
- * keeps a window open in which a wrongly reused block gets overwritten. The
- * wait loop counts clock64() cycles and ends on the global nanosecond timer:
- * SM clocks change with boost, the global timer does not. */
-__global__ static void spin_then_verify_kernel(const uint32_t *buf, size_t n, uint32_t seed,
-                                               uint64_t spin_ns,
-                                               unsigned long long *mismatches) {
+/* Busy-waits for spin_ns. The loop counts clock64() cycles and ends on the
+ * global nanosecond timer: SM clocks change with boost, the global timer
+ * does not. */
+__device__ static inline void spin_for_ns(uint64_t spin_ns) {
   uint64_t start = globaltimer_ns();
   while (globaltimer_ns() - start < spin_ns) {
     long long c0 = clock64();
     while (clock64() - c0 < 2000) { }
   }
+}
+
+/* Busy-waits for spin_ns, then checks buf against pattern(seed). The spin
+ * keeps a window open in which a wrongly reused block gets overwritten. */
+__global__ static void spin_then_verify_kernel(const uint32_t *buf, size_t n, uint32_t seed,
+                                               uint64_t spin_ns,
+                                               unsigned long long *mismatches) {
+  spin_for_ns(spin_ns);
   size_t stride = (size_t)gridDim.x * blockDim.x;
   unsigned long long bad = 0;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)

@@ -35,11 +35,7 @@
  * does last). */
 __global__ static void spin_verify_write_kernel(uint32_t *buf, size_t n, uint32_t seed, uint64_t spin_ns,
                                                 unsigned long long *mismatches) {
-  uint64_t start = globaltimer_ns();
-  while (globaltimer_ns() - start < spin_ns) {
-    long long c0 = clock64();
-    while (clock64() - c0 < 2000) { }
-  }
+  spin_for_ns(spin_ns);
   size_t stride = (size_t)gridDim.x * blockDim.x;
   unsigned long long bad = 0;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {

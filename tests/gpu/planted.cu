@@ -34,9 +34,7 @@ __global__ void write_at(float *p, size_t i, float v) { p[i] = v; }
 /* Writes after spin_ns: the block stays pending (its fence not done) while
  * the host frees it and asks again, so that the reuse needs a barrier. */
 __global__ void spin_then_write(float *p, uint64_t spin_ns) {
-  uint64_t start = globaltimer_ns();
-  while (globaltimer_ns() - start < spin_ns) {
-  }
+  spin_for_ns(spin_ns);
   p[0] = 1.0f;
 }
 
