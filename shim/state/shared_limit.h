@@ -65,6 +65,7 @@ typedef struct cp_shared_usage {
   unsigned processes; /* live processes' slots, this process's included */
   unsigned dying;     /* dead processes' slots still charged (their memory not yet gone) */
   uint64_t dying_bytes; /* their share of total */
+  uint64_t lingering;   /* this process's share of an ended context (cp_shared_context_gone) */
   bool alone;         /* no budget file: the limit holds this process alone */
 } cp_shared_usage_t;
 
@@ -76,6 +77,16 @@ bool cp_shared_on(int device);
  * they count as this process's until cp_shared_release). */
 bool cp_shared_claim(int device, size_t bytes);
 void cp_shared_release(int device, size_t bytes);
+/* The device's context ended with bytes of this process's pool in it: they
+ * stay charged ("lingering") for CUDAPOOL_SHARED_GRACE ms, since the driver
+ * may still hold them after the call that ended the context returned (the
+ * runtime's release at exit: the process then dies charged, and its slot
+ * waits for NVML like any dead process's). After the grace they leave at
+ * this process's next claim, usage query or answer to a peer's request
+ * (cp_shared_settle). */
+void cp_shared_context_gone(int device, size_t bytes);
+/* The device's lingering bytes out of the counts if their grace passed. */
+void cp_shared_settle(int device);
 /* Whether the last claim this thread made was refused. */
 bool cp_shared_refused(void);
 /* After this thread's claim on device was refused, with no lock held:

@@ -117,6 +117,51 @@ Test(shared, meminfo_answers_from_the_shared_limit) {
   it_free(&s);
 }
 
+/* A context's end (here cudaDeviceReset) does not hand its pool's share
+ * back at once: the driver may still hold those bytes after the call
+ * returned (the runtime's release at exit). They stay charged for
+ * CUDAPOOL_SHARED_GRACE, then leave at the process's next claim. */
+Test(shared, a_reset_contexts_share_lingers_for_the_grace) {
+  static const char *const kept[] = {"info: when=cached code=0 free=4294967296 total=4294967296",
+                                     "info: when=reset code=0 free=3221225472 total=4294967296",
+                                     "info: when=again code=0 free=3220176896 total=4294967296"};
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_SHARED_GRACE=60000"), "shared",
+            IT_ARGS("reset", "1024"));
+  for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+    cr_assert(eq(int, it_count_lines(s.out, kept[i]), 1), "%s\n%s", kept[i], s.out);
+  it_free(&s);
+}
+
+Test(shared, a_reset_contexts_share_leaves_at_the_next_claim_after_the_grace) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_SHARED_GRACE=0"), "shared", IT_ARGS("reset", "1024"));
+  cr_assert(eq(int, it_count_lines(s.out, "info: when=again code=0 free=4293918720 total=4294967296"), 1), "%s",
+            s.out);
+  it_free(&s);
+}
+
+/* An idle process's ended context: charged to the group during the grace,
+ * out once it passed when a peer asks (its answer settles it), although
+ * the idle process claims nothing more. */
+Test(shared, an_idle_peers_reset_share_is_charged_during_the_grace) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_SHARED_GRACE=60000", "CUDAPOOL_COOP_WAIT=2000"),
+            "shared", IT_ARGS("resetpeer", "3072"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 0), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "hold", "status", -1), 0), "%s", s.out);
+  it_free(&s);
+}
+
+Test(shared, an_idle_peers_reset_share_leaves_after_the_grace_when_asked) {
+  it_result s = {0};
+  it_run_ok(&s, IT_SHIM, ENV("CUDAPOOL_SHARED_LIMIT=4G", "CUDAPOOL_SHARED_GRACE=0", "CUDAPOOL_COOP_WAIT=2000"),
+            "shared", IT_ARGS("resetpeer", "3072"));
+  cr_assert(eq(long, it_val(&s, "take", "ok", -1), 1), "%s\n%s", s.out, s.err);
+  cr_assert(eq(long, it_val(&s, "hold", "status", -1), 0), "%s", s.out);
+  it_free(&s);
+}
+
 static void plant(const void *bytes, size_t n) {
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   cr_assert(ge(int, fd, 0), "%s", path);

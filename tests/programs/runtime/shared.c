@@ -24,6 +24,12 @@
  *   shared stopped SIZE [stop]  a child allocates and frees SIZE (its cache
  *                          holds it), is stopped (SIGSTOP) with "stop",
  *                          then this process allocates SIZE: "take:"
+ *   shared reset SIZE      this process caches SIZE, then cudaDeviceReset:
+ *                          "info:" cached, reset (right after) and again
+ *                          (after a 1 MiB allocation)
+ *   shared resetpeer SIZE  a child caches SIZE, calls cudaDeviceReset and
+ *                          idles; this process allocates SIZE: "take:",
+ *                          then "hold: status="
  *   shared meminfo SIZE    a child holds SIZE; this process's
  *                          cudaMemGetInfo: "info: free= total=", then again
  *                          after it allocated and freed SIZE itself
@@ -48,7 +54,9 @@
  *                          taken back: "taken: gone= grace= cap="
  *   shared take SIZE       allocates SIZE: "take: ok= code="
  *   shared path            prints the budget file's path: "path: PATH"
- *   shared hold SIZE R W [free]  (a child) allocates SIZE (and frees it),
+ *   shared hold SIZE R W HOW  (a child) allocates SIZE; HOW "keep" holds
+ *                          it, "free" frees it (its cache holds it),
+ *                          "reset" frees it and calls cudaDeviceReset; then
  *                          writes 1 byte to fd W, waits until fd R closes
  * The limit and the sizes come from the test (tests/integration/runtime/
  * shared_mt.c), or from scripts/gpu-check.d/shared.sh on a GPU. */
@@ -99,7 +107,7 @@ static size_t size_arg(const char *s) { return (size_t)strtoull(s, NULL, 10) * M
 
 /* A child running `shared hold ...`: its pid, with *to (its stdin: close to
  * end it) and after it wrote its byte. */
-static pid_t start_hold(size_t size, bool free_it, int *to) {
+static pid_t start_hold(size_t size, const char *how, int *to) {
   int down[2], up[2];
   if (pipe(down) != 0 || pipe(up) != 0) return -1;
   pid_t child = fork();
@@ -111,7 +119,7 @@ static pid_t start_hold(size_t size, bool free_it, int *to) {
     snprintf(w, sizeof w, "%d", up[1]);
     close(down[1]);
     close(up[0]);
-    execl("/proc/self/exe", "shared", "hold", mib, r, w, free_it ? "free" : "keep", (char *)NULL);
+    execl("/proc/self/exe", "shared", "hold", mib, r, w, how, (char *)NULL);
     _exit(127);
   }
   close(down[0]);
@@ -123,10 +131,12 @@ static pid_t start_hold(size_t size, bool free_it, int *to) {
   return child;
 }
 
-static int hold(size_t size, int rfd, int wfd, bool free_it) {
+static int hold(size_t size, int rfd, int wfd, const char *how) {
   void *p;
+  bool reset = strcmp(how, "reset") == 0;
   if (cudaMalloc(&p, size) != cudaSuccess) return 1;
-  if (free_it && cudaFree(p) != cudaSuccess) return 1;
+  if ((reset || strcmp(how, "free") == 0) && cudaFree(p) != cudaSuccess) return 1;
+  if (reset && cudaDeviceReset() != cudaSuccess) return 1;
   if (write(wfd, "x", 1) != 1) return 1;
   char c;
   while (read(rfd, &c, 1) > 0) {
@@ -233,7 +243,7 @@ static int churn(int n, int iters, bool staggered) {
 
 static int killed(size_t size) {
   int to;
-  pid_t child = start_hold(size, false, &to);
+  pid_t child = start_hold(size, "keep", &to);
   if (child < 0) return 1;
   int st;
   if (kill(child, SIGKILL) != 0 || waitpid(child, &st, 0) != child) return 1;
@@ -244,7 +254,7 @@ static int killed(size_t size) {
 
 static int stopped(size_t size, bool stop) {
   int to, st;
-  pid_t child = start_hold(size, true, &to);
+  pid_t child = start_hold(size, "free", &to);
   if (child < 0) return 1;
   if (stop && (kill(child, SIGSTOP) != 0 || waitpid(child, &st, WUNTRACED) != child || !WIFSTOPPED(st)))
     return 1;
@@ -385,12 +395,37 @@ static int exiter(size_t size) {
 
 static int meminfo(size_t size) {
   int to;
-  pid_t child = start_hold(size, false, &to);
+  pid_t child = start_hold(size, "keep", &to);
   if (child < 0) return 1;
   info("peer");
   void *p;
   if (cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess) return 1;
   info("cached");
+  printf("hold: status=%d\n", end_child(child, to));
+  return 0;
+}
+
+/* This process's pool dropped with its context (cudaDeviceReset) while it
+ * cached size: cudaMemGetInfo under the shared limit before, right after,
+ * and after a 1 MiB allocation. */
+static int reset_then(size_t size) {
+  void *p;
+  if (cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess) return 1;
+  info("cached");
+  if (cudaDeviceReset() != cudaSuccess) return 1;
+  info("reset");
+  if (cudaMalloc(&p, MiB) != cudaSuccess) return 1;
+  info("again");
+  return 0;
+}
+
+/* A child caches size and drops its context (cudaDeviceReset), then idles;
+ * this process allocates size: "take:", then "hold: status=". */
+static int reset_peer(size_t size) {
+  int to;
+  pid_t child = start_hold(size, "reset", &to);
+  if (child < 0) return 1;
+  take(size);
   printf("hold: status=%d\n", end_child(child, to));
   return 0;
 }
@@ -405,6 +440,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "killed") == 0 && argc > 2) return killed(size_arg(argv[2]));
   if (strcmp(mode, "stopped") == 0 && argc > 2) return stopped(size_arg(argv[2]), argc > 3);
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
+  if (strcmp(mode, "reset") == 0 && argc > 2) return reset_then(size_arg(argv[2]));
+  if (strcmp(mode, "resetpeer") == 0 && argc > 2) return reset_peer(size_arg(argv[2]));
   if (strcmp(mode, "exiting") == 0 && argc > 2) return exiting(size_arg(argv[2]));
   if (strcmp(mode, "exiter") == 0 && argc > 2) return exiter(size_arg(argv[2]));
   if (strcmp(mode, "dead") == 0 && argc > 3) return dead(size_arg(argv[2]), argv[3], argc > 4 ? argv[4] : NULL);
@@ -419,7 +456,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "hold") == 0 && argc > 5)
-    return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), strcmp(argv[5], "free") == 0);
-  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | meminfo MIB | exiting MIB | dead MIB release|take|info | take MIB | path\n");
+    return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
+  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | reset MIB | resetpeer MIB | meminfo MIB | exiting MIB | dead MIB release|take|info | take MIB | path\n");
   return 2;
 }
