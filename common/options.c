@@ -176,8 +176,7 @@ static const cp_option_desc_t cp_option_table[] = {
     {"CUDAPOOL_SHARED_GRACE", CP_OPT_MS, offsetof(cp_options_t, shared_grace_ms), "2000", DEFAULT_IS("2000 ms"),
      "a whole number of milliseconds from 0 to 60000",
      "under CUDAPOOL_SHARED_LIMIT, where NVML cannot say whether the driver has freed a dead cudapool "
-     "process's memory, its share stays taken this many ms after it is found dead; and a context ended in a "
-     "live process (cudaDeviceReset) keeps its pool's share this long; 0 = taken back at once"},
+     "process's memory, its share stays taken this many ms after it is found dead; 0 = taken back at once"},
     {"CUDAPOOL_SHARED_GRACE_MAX", CP_OPT_MS, offsetof(cp_options_t, shared_grace_max_ms), "10000",
      DEFAULT_IS("10000 ms"), "a whole number of milliseconds from 0 to 60000",
      "under CUDAPOOL_SHARED_LIMIT, a dead cudapool process's share stays taken while NVML still lists it on "

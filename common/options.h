@@ -72,7 +72,7 @@ typedef struct cp_options {
   unsigned coop_wait_ms; /* CUDAPOOL_COOP_WAIT: ms an out-of-memory waits for peers; 0 = no cooperation */
   bool nvtx_regions;     /* CUDAPOOL_NVTX_REGIONS: the program's NVTX ranges as regions */
   unsigned coop_interval_ms; /* CUDAPOOL_COOP_INTERVAL: ms between two give-back rounds per device; 0 = none */
-  unsigned shared_grace_ms;     /* CUDAPOOL_SHARED_GRACE: ms a dead process's share stays, NVML unable to say; an ended context's */
+  unsigned shared_grace_ms;     /* CUDAPOOL_SHARED_GRACE: ms a dead process's share stays, NVML unable to say */
   unsigned shared_grace_max_ms; /* CUDAPOOL_SHARED_GRACE_MAX: ms it stays at most while NVML lists its pid */
 } cp_options_t;
 

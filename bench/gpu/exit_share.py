@@ -10,11 +10,15 @@ holds its 4 GiB, closes R (it returns from main) and polls every half
 millisecond, for at most 3 s: the group's budget total (the file in
 /dev/shm, at offsetof(cp_budget_file_t, total), found by compiling
 common/budget_layout.h with cc), the device's used memory (NVML) and
-whether the process is reaped. Prints per run "exit_share: run=I
-held_mib=M total_zero_ms=A freed_ms=B reaped_ms=C" (ms after the end was
-asked; -1: not seen) and last "exit_share: worst share_before_memory_ms=X":
-how long the share had left the budget while the memory was still on the
-device (0 when never). Exits 2 without NVML, cc or the budget file.
+whether the process is reaped, and whether NVML still lists its pid.
+Prints per run "exit_share: run=I held_mib=M total_zero_ms=A freed_ms=B
+reaped_ms=C unlisted_ms=D" (ms after the end was asked; -1: not seen) and
+last "exit_share: worst share_before_memory_ms=X
+unlisted_before_memory_ms=Y": how long the share had left the budget, and
+how long NVML had stopped listing the pid, while the memory was still on
+the device (0 when never: the shim's rule, a dead process's share waits
+until NVML no longer lists it, is then safe). Exits 2 without NVML, cc or
+the budget file.
 
   exit_share.py HOLD SHIM [RUNS]
 """
@@ -50,12 +54,13 @@ def main(argv):
     runs = int(argv[2]) if len(argv) > 2 else 3
     try:
         offset = total_offset()
-        used = Device0().used
+        gpu = Device0()
+        used = gpu.used
     except (OSError, subprocess.CalledProcessError, ValueError) as e:
         print(f"exit_share: {e}", file=sys.stderr)
         return 2
 
-    worst = 0.0
+    worst = unlisted_worst = 0.0
     for run in range(1, runs + 1):
         group = f"exit-share-{os.getpid()}-{run}"
         base = used() or 0
@@ -83,13 +88,17 @@ def main(argv):
         start = time.monotonic()
         os.close(w)
         seen = {}
-        while time.monotonic() - start < 3 and len(seen) < 3:
+        while time.monotonic() - start < 3 and len(seen) < 4:
             now = (time.monotonic() - start) * 1000
             if "total_zero" not in seen and total() == 0:
                 seen["total_zero"] = now
             u = used()
             if "freed" not in seen and u is not None and u - base <= held / 10:
                 seen["freed"] = now
+            if "unlisted" not in seen:
+                procs = gpu.processes()
+                if procs is not None and child.pid not in [p for p, _ in procs]:
+                    seen["unlisted"] = (time.monotonic() - start) * 1000
             if "reaped" not in seen and child.poll() is not None:
                 seen["reaped"] = now
             time.sleep(0.0005)
@@ -107,10 +116,13 @@ def main(argv):
             return f"{seen[k]:.1f}" if k in seen else "-1"
 
         print(f"exit_share: run={run} held_mib={held >> 20} total_zero_ms={ms('total_zero')} freed_ms={ms('freed')} "
-              f"reaped_ms={ms('reaped')}", flush=True)
+              f"reaped_ms={ms('reaped')} unlisted_ms={ms('unlisted')}", flush=True)
         if "total_zero" in seen:
             worst = max(worst, seen.get("freed", 3000.0) - seen["total_zero"])
-    print(f"exit_share: worst share_before_memory_ms={worst:.1f}", flush=True)
+        if "unlisted" in seen:
+            unlisted_worst = max(unlisted_worst, seen.get("freed", 3000.0) - seen["unlisted"])
+    print(f"exit_share: worst share_before_memory_ms={worst:.1f} unlisted_before_memory_ms={unlisted_worst:.1f}",
+          flush=True)
     return 0
 
 

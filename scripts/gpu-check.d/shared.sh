@@ -20,7 +20,9 @@
 #     default (2000 ms: what the shim waits where NVML cannot say);
 #   - the same exit under the shim (bench/gpu/exit_share.py): whether the
 #     exiting process's share leaves the budget before its memory leaves
-#     the device (INFO with the figures when it does);
+#     the device (INFO with the figures when it does), and whether NVML
+#     stops listing its pid before that (FAIL: the dead-share rule would
+#     then be early);
 #   - a single process's step time with the features on (live segment,
 #     cooperation, idle release, a shared limit) against off, interleaved.
 # shellcheck shell=bash
@@ -132,13 +134,16 @@ section_shared() {
     # The same exit under the shim: does the share leave the budget before
     # the memory leaves the device (the runtime ending its context at exit)?
     run "exit share" 60 "$WORK/exit-share.out" python3 bench/gpu/exit_share.py "$shared" "$SHIM" 3
-    local early
+    local early unlisted
     early=$(sed -n 's/^exit_share: worst share_before_memory_ms=\([0-9.]*\).*/\1/p' "$WORK/exit-share.out")
+    unlisted=$(sed -n 's/^exit_share: worst.* unlisted_before_memory_ms=\([0-9.]*\).*/\1/p' "$WORK/exit-share.out")
     detail="$(grep -h '^exit_share: run' "$WORK/exit-share.out" | sed 's/^exit_share: //' | tr '\n' ';')"
-    if [ -z "$early" ]; then
+    if [ -z "$early" ] || [ -z "$unlisted" ]; then
       record FAIL "an exiting process's share against its memory" "exit $rc; $(head -c 300 "$WORK/exit-share.out.err")"
+    elif [ "$unlisted" != 0.0 ]; then
+      record FAIL "an exiting process's share against its memory" "$detail NVML stopped listing the pid up to ${unlisted} ms before the memory left the device: the dead-share rule would take it back early"
     elif [ "$early" = 0.0 ]; then
-      record PASS "an exiting process's share against its memory" "$detail the share never left before the memory"
+      record PASS "an exiting process's share against its memory" "$detail the share never left before the memory, nor did NVML unlist the pid before it"
     else
       record INFO "an exiting process's share against its memory" "$detail the share left the budget up to ${early} ms before the memory left the device"
     fi

@@ -42,6 +42,8 @@
  *   flavour: its primary context). Returns a token for leave; -1: nothing
  *   changed.
  * - mem_alloc: 0, ENOMEM (the device is full) or EIO (any other failure).
+ * - mem_free: 0, or -1 when CUDA refused (the memory stays allocated: the
+ *   runtime's teardown at exit refuses frees), the error cleared.
  * - event_create: timing disabled.
  * - event_query: 1 complete; 0 not yet, or an error.
  * - stream_idle: 1 all its work is done; 0 not yet, or unknown.
@@ -58,7 +60,7 @@
   X(int, enter, (int dev))                                          \
   X(void, leave, (int token))                                       \
   X(int, mem_alloc, (size_t size, uintptr_t * out))                 \
-  X(void, mem_free, (uintptr_t addr))                               \
+  X(int, mem_free, (uintptr_t addr))                                \
   X(int, mem_get_info, (size_t * free_bytes, size_t * total_bytes)) \
   X(int, event_create, (cudaEvent_t * ev))                          \
   X(void, event_destroy, (cudaEvent_t ev))                          \

@@ -139,8 +139,13 @@ static int access_list(int device, CUmemAccessDesc *desc, int cap) {
   return n;
 }
 
-static void unmap_pages(uintptr_t addr, size_t size, size_t page) {
-  for (size_t off = 0; off < size; off += page) cp_drv.cuMemUnmap((CUdeviceptr)(addr + off), page);
+/* The bytes of the pages the driver unmapped (a page it refused stays
+ * mapped, its memory held). */
+static size_t unmap_pages(uintptr_t addr, size_t size, size_t page) {
+  size_t unmapped = 0;
+  for (size_t off = 0; off < size; off += page)
+    if (cp_drv.cuMemUnmap((CUdeviceptr)(addr + off), page) == CUDA_SUCCESS) unmapped += page;
+  return unmapped;
 }
 
 int cp_vmm_map(void *ctx, int device, uintptr_t addr, size_t size) {
@@ -171,10 +176,11 @@ int cp_vmm_map(void *ctx, int device, uintptr_t addr, size_t size) {
   return rc == CUDA_ERROR_OUT_OF_MEMORY ? ENOMEM : EIO;
 }
 
-void cp_vmm_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
+size_t cp_vmm_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
   size_t page = cp_vmm_page_size(ctx, device);
-  if (page == 0) return;
+  if (page == 0) return 0;
   int token = cp_api_driver.enter(device);
-  unmap_pages(addr, size, page);
+  size_t unmapped = unmap_pages(addr, size, page);
   cp_api_driver.leave(token);
+  return unmapped;
 }

@@ -16,6 +16,7 @@ size_t cp_vmm_page_size(void *ctx, int device);
 int cp_vmm_reserve(void *ctx, int device, size_t size, uintptr_t *out);
 void cp_vmm_unreserve(void *ctx, int device, uintptr_t addr, size_t size);
 int cp_vmm_map(void *ctx, int device, uintptr_t addr, size_t size);
-void cp_vmm_unmap(void *ctx, int device, uintptr_t addr, size_t size);
+/* The bytes unmapped (a page the driver refused to unmap stays mapped). */
+size_t cp_vmm_unmap(void *ctx, int device, uintptr_t addr, size_t size);
 
 #endif

@@ -126,7 +126,7 @@ static int drv_mem_alloc(size_t size, uintptr_t *out) {
   return 0;
 }
 
-static void drv_mem_free(uintptr_t addr) { cp_drv.cuMemFree_v2((CUdeviceptr)addr); }
+static int drv_mem_free(uintptr_t addr) { return cp_drv.cuMemFree_v2((CUdeviceptr)addr) == CUDA_SUCCESS ? 0 : -1; }
 
 static int drv_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
   return ok(cp_drv.cuMemGetInfo_v2(free_bytes, total_bytes));

@@ -156,7 +156,7 @@ static int rt_mem_alloc(size_t size, uintptr_t *out) {
   return 0;
 }
 
-static void rt_mem_free(uintptr_t addr) { ok_or_clear(cp_real.cudaFree((void *)addr)); }
+static int rt_mem_free(uintptr_t addr) { return ok_or_clear(cp_real.cudaFree((void *)addr)); }
 
 static int rt_mem_get_info(size_t *free_bytes, size_t *total_bytes) {
   return cp_real.cudaMemGetInfo ? ok_or_clear(cp_real.cudaMemGetInfo(free_bytes, total_bytes)) : -1;

@@ -550,7 +550,7 @@ void cp_serve_meminfo(cp_device_t *dev, bool create, size_t *free_bytes, size_t 
   if (cp_shared_usage(cp_device_id(dev), &u)) {
     /* What the others hold is gone; this process's own cache is free to it
      * (as under CUDAPOOL_LIMIT). */
-    uint64_t others = u.total > u.mine ? u.total - u.mine : 0, taken = others + allocated + u.lingering;
+    uint64_t others = u.total > u.mine ? u.total - u.mine : 0, taken = others + allocated;
     uint64_t room = u.limit > taken ? u.limit - taken : 0;
     if (free_now > room) free_now = (size_t)room;
     if (*total_bytes > u.limit) *total_bytes = (size_t)u.limit;

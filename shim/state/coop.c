@@ -32,7 +32,6 @@
 #include "state/capture.h"
 #include "state/device.h"
 #include "state/live.h"
-#include "state/shared_limit.h"
 #include "state/shim.h"
 #include "util.h"
 
@@ -202,9 +201,6 @@ uint64_t cp_coop_answer(cp_live_device_t *dv, int device, uint32_t requests) {
   atomic_fetch_add_explicit(&dv->asked, requests, memory_order_relaxed);
   uint64_t want = atomic_exchange(&dv->give_want, 0);
   if (!cp_coop_wanted()) return 0;
-  /* An ended context's share whose grace passed: the asker's room, at no
-   * cost to this process. */
-  cp_shared_settle(device);
   if (!round_allowed(device, want)) {
     /* "Nothing more": the last round gave back all that was idle then,
      * and the cache has not grown by what was lacked since. */

@@ -77,9 +77,13 @@ static void cuda_free(void *ctx, int device, uintptr_t addr, size_t size) {
   (void)device;
   if (cp_nvtx_on()) cp_nvtx_segment_removed(addr);
   int token = cp_device_enter(ctx);
-  API()->mem_free(addr);
+  int rc = API()->mem_free(addr);
   cp_device_leave(token);
-  cp_shared_release(cp_device_id(ctx), size);
+  /* A free CUDA refused (at exit, once the runtime or the driver is torn
+   * down: cudaErrorCudartUnloading, CUDA_ERROR_DEINITIALIZED) left the
+   * memory where it was: it stays this process's share until the process
+   * is gone (shared_limit.h: a dead process's share waits for NVML). */
+  if (rc == 0) cp_shared_release(cp_device_id(ctx), size);
 }
 
 /* An expandable segment is no NVTX heap: compute-sanitizer refuses a heap
@@ -104,8 +108,9 @@ static int cuda_map(void *ctx, int device, uintptr_t addr, size_t size) {
 }
 
 static void cuda_unmap(void *ctx, int device, uintptr_t addr, size_t size) {
-  cp_vmm_unmap(ctx, device, addr, size);
-  cp_shared_release(cp_device_id(ctx), size);
+  /* Pages the driver refused to unmap stay this process's share (as a
+   * refused free: cuda_free). */
+  cp_shared_release(cp_device_id(ctx), cp_vmm_unmap(ctx, device, addr, size));
 }
 
 static bool ensure_event(const cp_api_t *api, cudaEvent_t *ev) { return *ev || api->event_create(ev) == 0; }

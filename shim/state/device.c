@@ -203,9 +203,8 @@ void cp_device_reset(cp_device_t *dev) {
   if (pool && atomic_load(&cp_regions_on)) forget_regions(pool);
   if (pool) {
     cp_pool_retire(pool);
-    /* Its memory went with the context (the driver may free it a little
-     * later), and its frees are no-ops now. */
-    cp_shared_context_gone(cp_device_id(dev), cp_reserved_now(pool));
+    /* Its memory went with the context, and its frees are no-ops now. */
+    cp_shared_release(cp_device_id(dev), cp_reserved_now(pool));
     retire(pool);
     atomic_store_explicit(&dev->last_retired, pool, memory_order_release);
   }

@@ -57,13 +57,6 @@ typedef struct shared_dev {
   _Atomic uint64_t own_total;
   uint64_t limit;
   uint64_t held_at_exec; /* this process's count when it gave its slot up before an exec */
-  /* Bytes of a context that ended (cp_shared_context_gone), still charged
-   * until since_ms + CUDAPOOL_SHARED_GRACE: the driver may free them after
-   * the call that ended the context returned (at exit, as the runtime
-   * releases its contexts, the process is then dead before the grace and
-   * its whole slot waits for NVML like any dead process's). */
-  _Atomic uint64_t lingering;
-  _Atomic uint64_t lingering_since_ms;
   _Atomic int nvml;      /* NVML_UNTRIED, _USABLE or _UNUSABLE (below) */
   char key[CP_BUDGET_KEY_MAX];
   char path[160];
@@ -298,29 +291,6 @@ bool cp_shared_on(int device) {
   return device >= 0 && device < CP_MAX_DEVICES && atomic_load_explicit(&devs[device].slot, memory_order_acquire);
 }
 
-/* The lingering bytes out of the counts once their grace has passed. */
-static void settle_lingering(shared_dev_t *d, cp_budget_slot_t *s) {
-  if (atomic_load_explicit(&d->lingering, memory_order_relaxed) == 0) return;
-  if (now_ms32() - (uint32_t)atomic_load(&d->lingering_since_ms) < cp_opts.shared_grace_ms) return;
-  uint64_t bytes = atomic_exchange(&d->lingering, 0);
-  move(&s->reserved, bytes, false, 0);
-  move(d->total, bytes, false, 0);
-}
-
-void cp_shared_settle(int device) {
-  if (!cp_shared_on(device)) return;
-  shared_dev_t *d = &devs[device];
-  settle_lingering(d, atomic_load_explicit(&d->slot, memory_order_acquire));
-}
-
-void cp_shared_context_gone(int device, size_t bytes) {
-  if (device < 0 || device >= CP_MAX_DEVICES || bytes == 0) return;
-  shared_dev_t *d = &devs[device];
-  if (!atomic_load_explicit(&d->slot, memory_order_acquire)) return;
-  atomic_store(&d->lingering_since_ms, now_ms32());
-  atomic_fetch_add(&d->lingering, bytes);
-}
-
 /* The total first, then the slot (budget_layout.h: the order a kill
  * between them leaves harmless). */
 bool cp_shared_claim(int device, size_t bytes) {
@@ -329,7 +299,6 @@ bool cp_shared_claim(int device, size_t bytes) {
   cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
   refused = false;
   if (!s || bytes == 0) return true;
-  settle_lingering(d, s);
   bool ok = move(d->total, bytes, true, d->limit);
   cp_budget_file_t *f = d->file;
   /* Dead processes' bytes out of the total, those whose time has come
@@ -356,7 +325,6 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   if (!cp_shared_on(device)) return false;
   shared_dev_t *d = &devs[device];
   cp_budget_slot_t *s = atomic_load_explicit(&d->slot, memory_order_acquire);
-  settle_lingering(d, s);
   cp_budget_file_t *f = d->file;
   reaped_t r = {0};
   if (f) r = reap(d, f);
@@ -364,7 +332,6 @@ bool cp_shared_usage(int device, cp_shared_usage_t *out) {
   *out = (cp_shared_usage_t){.limit = d->limit,
                              .total = atomic_load(d->total),
                              .mine = atomic_load(&s->reserved),
-                             .lingering = atomic_load(&d->lingering),
                              /* Others may empty slots meanwhile: never below 1. */
                              .processes = f ? (live > r.dying ? live - r.dying : 1) : 1,
                              .dying = r.dying,

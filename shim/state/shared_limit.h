@@ -23,9 +23,10 @@
  *     leaves this process alone under the limit (its own bytes against it),
  *     said in one warning;
  *   - a dead process's share is taken back only once its memory is gone
- *     from the driver, which frees it some time after the process is dead
- *     (measured on an H100: four churning processes exiting one by one held
- *     4.6-4.9 GiB under a 3 GiB limit when shares went back at death). A
+ *     from the driver, which may free it after the process can be found
+ *     dead (a zombie; measured on an H100: a process holding 4.5 GiB had it
+ *     freed 57-89 ms after its exit began, about when it was reaped, and
+ *     NVML stopped listing it 30-35 ms after that). A
  *     claim that finds a dead owner marks the slot with the time (the
  *     slot's `dead`, budget_layout.h) and leaves it charged. The process
  *     refused then (serve.c, no lock held) calls cp_shared_wait_dead: it
@@ -44,6 +45,9 @@
  *     at 4.5 GiB under a 3 GiB limit). The process counts as dead once it
  *     is gone, has another start time, or is a zombie; its slot is then
  *     emptied as the rule above says;
+ *   - bytes CUDA refused to free (cuda_backend.c: the runtime refuses
+ *     frees once its teardown at exit began) are never released: the
+ *     memory is still the process's;
  *   - before an exec it gives its slots up (its pid and start time survive
  *     an exec, its device memory does not, so no one could tell it dead),
  *     and takes them again after an exec that failed.
@@ -65,7 +69,6 @@ typedef struct cp_shared_usage {
   unsigned processes; /* live processes' slots, this process's included */
   unsigned dying;     /* dead processes' slots still charged (their memory not yet gone) */
   uint64_t dying_bytes; /* their share of total */
-  uint64_t lingering;   /* this process's share of an ended context (cp_shared_context_gone) */
   bool alone;         /* no budget file: the limit holds this process alone */
 } cp_shared_usage_t;
 
@@ -77,16 +80,6 @@ bool cp_shared_on(int device);
  * they count as this process's until cp_shared_release). */
 bool cp_shared_claim(int device, size_t bytes);
 void cp_shared_release(int device, size_t bytes);
-/* The device's context ended with bytes of this process's pool in it: they
- * stay charged ("lingering") for CUDAPOOL_SHARED_GRACE ms, since the driver
- * may still hold them after the call that ended the context returned (the
- * runtime's release at exit: the process then dies charged, and its slot
- * waits for NVML like any dead process's). After the grace they leave at
- * this process's next claim, usage query or answer to a peer's request
- * (cp_shared_settle). */
-void cp_shared_context_gone(int device, size_t bytes);
-/* The device's lingering bytes out of the counts if their grace passed. */
-void cp_shared_settle(int device);
 /* Whether the last claim this thread made was refused. */
 bool cp_shared_refused(void);
 /* After this thread's claim on device was refused, with no lock held:

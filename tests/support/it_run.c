@@ -50,6 +50,12 @@ static char *keep(it_result *r, char *s) {
   return s;
 }
 
+const char *it_fake_driver_env(void) {
+  static char env[PATH_MAX + 32];
+  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
+  return env;
+}
+
 const char *it_build(void) {
   static char dir[PATH_MAX];
   if (dir[0]) return dir;

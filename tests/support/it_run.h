@@ -32,6 +32,11 @@ typedef struct it_result {
 
 /* The build folder (absolute). */
 const char *it_build(void);
+/* "LD_LIBRARY_PATH=<build>/fakecuda", for the driver-level programs: they
+ * dlopen("libcuda.so.1") and find the fake through their RUNPATH, but a
+ * sanitizer's dlopen interceptor makes glibc search the sanitizer
+ * runtime's instead. */
+const char *it_fake_driver_env(void);
 /* The library's file name that how preloads ("" for IT_NATIVE). */
 const char *it_shim_name(int how);
 /* Runs progs/<prog> with argv (NULL-terminated, may be NULL) and env

@@ -24,6 +24,10 @@ void fakecuda_fail_malloc_after(long n);
  * FAKECUDA_HOLD_AT_EXIT=1, given back (shared_mem.h); 0, or -1 when pid
  * holds none that way. */
 int fakecuda_release_process(int pid);
+/* While on, cudaFree of device memory fails with cudaErrorCudartUnloading
+ * and leaves the memory allocated, as the runtime's cudaFree does once its
+ * teardown at exit began. */
+void fakecuda_refuse_frees(int on);
 /* While on, no device work completes by itself: events recorded stay
  * incomplete (cudaEventQuery: cudaErrorNotReady) until a synchronisation
  * that covers them (cudaEventSynchronize, cudaStreamSynchronize,

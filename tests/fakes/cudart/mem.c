@@ -197,6 +197,14 @@ cudaError_t cudaMalloc(void **p, size_t size) {
   return fc_leave(fc_alloc_new(size, FC_DEVICE, fc_cur_device(), p));
 }
 
+static int refuse_frees; /* fakecuda_refuse_frees; under the fake's lock */
+
+void fakecuda_refuse_frees(int on) {
+  fc_enter(__func__);
+  refuse_frees = on;
+  fc_leave(cudaSuccess);
+}
+
 static cudaError_t free_kind(void *p, int host) {
   /* Seen on the H200: cudaFree(NULL) during a strict capture fails too. */
   cudaError_t err = fc_capture_unsafe();
@@ -204,6 +212,7 @@ static cudaError_t free_kind(void *p, int host) {
   if (!p) return cudaSuccess;
   fc_alloc *a = fc_alloc_exact(p);
   if (!a || (a->kind == FC_HOST) != host) return cudaErrorInvalidValue;
+  if (!host && refuse_frees) return cudaErrorCudartUnloading;
   fc_clock_sync_device(a->device);
   fc_alloc_release(a);
   return cudaSuccess;

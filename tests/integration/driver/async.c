@@ -9,14 +9,8 @@
 #include "it_check.h"
 #include "it_info.h"
 
-static const char *lib_env(void) {
-  static char env[4200];
-  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
-  return env;
-}
-
 static void stream_ordered(const char *how) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_VERBOSE=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_VERBOSE=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_async", IT_ARGS(how));
   static const char *const tags[] = {"pairs_stream", "pairs_legacy", "pairs_ptsz"};

@@ -12,12 +12,6 @@
 #include "it_check.h"
 #include "it_info.h"
 
-static const char *lib_env(void) {
-  static char env[4200];
-  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
-  return env;
-}
-
 #define EXPANDABLE_OUTPUT       \
   "alloc: rc=0 a=1 b=1 c=1\n"   \
   "free_b: rc=0 a=1 c=1\n"      \
@@ -25,7 +19,7 @@ static const char *lib_env(void) {
   "end: rc=0\n"
 
 Test(shim_it_driver, expandable_segments_map_and_unmap_pages_under_live_blocks) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_EXPANDABLE=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_expandable", NULL);
   cr_assert(eq(str, (char *)it_compared(&n), EXPANDABLE_OUTPUT));
@@ -56,7 +50,7 @@ Test(shim_it_driver, expandable_segments_map_and_unmap_pages_under_live_blocks) 
  * allocation each), so a page goes back only when no live block touches any
  * of its 8 MiB. */
 Test(shim_it_driver, expandable_page_sets_the_unit_mapped) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "CUDAPOOL_EXPANDABLE_PAGE=6M", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_EXPANDABLE=1", "CUDAPOOL_EXPANDABLE_PAGE=6M", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_expandable", NULL);
   cr_assert(eq(str, (char *)it_compared(&n), EXPANDABLE_OUTPUT));
@@ -75,7 +69,7 @@ Test(shim_it_driver, expandable_page_sets_the_unit_mapped) {
  * memory) failed every mapping, an out-of-memory line each: one warning,
  * and the granularity instead. */
 Test(shim_it_driver, expandable_page_at_the_device_memory_falls_back_to_the_granularity) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "CUDAPOOL_EXPANDABLE_PAGE=9G", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_EXPANDABLE=1", "CUDAPOOL_EXPANDABLE_PAGE=9G", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_expandable", NULL);
   cr_assert(eq(str, (char *)it_compared(&n), EXPANDABLE_OUTPUT));
@@ -95,7 +89,7 @@ Test(shim_it_driver, expandable_page_at_the_device_memory_falls_back_to_the_gran
 }
 
 Test(shim_it_driver, expandable_segments_fall_back_without_virtual_memory) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_EXPANDABLE=1", "FAKECU_NO_VMM=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_EXPANDABLE=1", "FAKECU_NO_VMM=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_expandable", NULL);
   cr_assert(eq(str, (char *)it_compared(&s), EXPANDABLE_OUTPUT));

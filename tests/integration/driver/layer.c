@@ -13,17 +13,7 @@
 
 #include "it_check.h"
 
-/* The programs dlopen("libcuda.so.1") and find the fake through their
- * RUNPATH, but a sanitizer's dlopen interceptor makes glibc search the
- * sanitizer runtime's instead: the fake's folder also goes in
- * LD_LIBRARY_PATH. */
-static const char *lib_env(void) {
-  static char env[4200];
-  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
-  return env;
-}
-
-#define DRV_ENV(...) ((const char *const[]){lib_env(), __VA_ARGS__})
+#define DRV_ENV(...) ((const char *const[]){it_fake_driver_env(), __VA_ARGS__})
 
 /* The value of key in any "info:" line (the programs print several). */
 static long info_val(it_result *r, const char *key, long missing) {

@@ -14,12 +14,6 @@
 #include "it_check.h"
 #include "it_info.h"
 
-static const char *lib_env(void) {
-  static char env[4200];
-  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
-  return env;
-}
-
 #define SUBALLOC_OUTPUT                                                                                   \
   "free_async: create=0 alloc=0 before=1 free=0 neighbour_read=0 kept=1 neighbour_set=0 neighbour_ok=1\n" \
   "free_async_ptsz: free=0\n"                                                                             \
@@ -79,7 +73,7 @@ static const char *lib_env(void) {
  * - cuIpcGetMemHandle exports blocks that start their segment, refuses the
  *   others with CUDA_ERROR_INVALID_VALUE and one line on stderr. */
 static void suballoc(const char *how, const char *extra_env) {
-  const char *const env[] = {lib_env(), extra_env, NULL};
+  const char *const env[] = {it_fake_driver_env(), extra_env, NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_suballoc", IT_ARGS(how));
   cr_assert(eq(str, (char *)it_compared(&n), SUBALLOC_OUTPUT), "%s", how);

@@ -7,23 +7,16 @@
 
 #include "it_check.h"
 
-/* The fake's folder in LD_LIBRARY_PATH too: see layer.c. */
-static const char *lib_env(void) {
-  static char env[4200];
-  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
-  return env;
-}
-
 Test(shim_it_mt, driver_threads_native) {
   it_result n;
-  it_run_ok(&n, IT_NATIVE, ((const char *const[]){lib_env(), NULL}), "drv_threads", NULL);
+  it_run_ok(&n, IT_NATIVE, ((const char *const[]){it_fake_driver_env(), NULL}), "drv_threads", NULL);
   cr_assert(eq(str, (char *)it_compared(&n), "threads: n=8 iterations=200 errors=0 sync=0\n"));
   it_free(&n);
 }
 
 Test(shim_it_mt, driver_threads_under_the_shim) {
   it_result n, s;
-  it_same(&n, &s, ((const char *const[]){lib_env(), NULL}), "drv_threads", NULL);
+  it_same(&n, &s, ((const char *const[]){it_fake_driver_env(), NULL}), "drv_threads", NULL);
   cr_assert(eq(long, it_val(&s, "pool", "num_alloc", -1), 1600), "%s", s.out);
   cr_assert(eq(long, it_val(&s, "pool", "allocated", -1), 0));
   it_free(&n);

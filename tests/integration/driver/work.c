@@ -15,12 +15,6 @@
 #include "it_check.h"
 #include "it_info.h"
 
-static const char *lib_env(void) {
-  static char env[4200];
-  snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s/fakecuda", it_build());
-  return env;
-}
-
 static const char *const doors[] = {"proc_launch",    "proc_memset",     "proc_copy",    "proc_launch_pt",
                                     "proc_memset_pt", "proc_copy_pt",    "proc_copy_old", "dlsym_memset_pt",
                                     "dlsym_launch",   "linked_memset",   "linked_launch"};
@@ -28,7 +22,7 @@ static const char *const doors[] = {"proc_launch",    "proc_memset",     "proc_c
 #define GIVEN_UP "cudapool: order: not learned ("
 
 Test(shim_it_driver_work, every_door_hands_out_the_wrapper_of_the_same_variant) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_STATS=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_STATS=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_work", NULL);
   for (size_t i = 0; i < sizeof doors / sizeof doors[0]; i++) {
@@ -53,7 +47,7 @@ Test(shim_it_driver_work, every_door_hands_out_the_wrapper_of_the_same_variant) 
 }
 
 Test(shim_it_driver_work, a_newer_entry_point_stops_the_learned_order) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_STATS=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_STATS=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_work", IT_ARGS("future"));
   cr_assert(eq(str, (char *)it_line(&s, "future"), "future: found=1 rc=0"), "%s", s.out);
@@ -66,7 +60,7 @@ Test(shim_it_driver_work, a_newer_entry_point_stops_the_learned_order) {
 /* A driver that answers with internal addresses: the launch cannot be
  * recognised, so it is handed out as is and the order is given up. */
 Test(shim_it_driver_work, a_work_entry_point_at_an_unknown_address_stops_the_learned_order) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_STATS=1", "FAKECU_PROC_TRAMPOLINES=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_STATS=1", "FAKECU_PROC_TRAMPOLINES=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_work", NULL);
   cr_assert(eq(long, it_info_val(&s, "proc_launch", "in_cudapool", -1), 0), "%s", s.out);
@@ -78,7 +72,7 @@ Test(shim_it_driver_work, a_work_entry_point_at_an_unknown_address_stops_the_lea
 }
 
 Test(shim_it_driver_work, disabled_hands_out_the_drivers_own_functions) {
-  const char *const env[] = {lib_env(), "CUDAPOOL_DISABLE=1", NULL};
+  const char *const env[] = {it_fake_driver_env(), "CUDAPOOL_DISABLE=1", NULL};
   it_result n, s;
   it_same(&n, &s, env, "drv_work", IT_ARGS("future"));
   for (size_t i = 0; i < 9; i++) /* the lookups; -lcuda still binds the exports */

@@ -30,6 +30,9 @@
  *   shared resetpeer SIZE  a child caches SIZE, calls cudaDeviceReset and
  *                          idles; this process allocates SIZE: "take:",
  *                          then "hold: status="
+ *   shared refused SIZE    this process caches SIZE, then empties its cache
+ *                          while CUDA refuses frees: "budget: when=cached
+ *                          total=", "budget: when=refused rc= total="
  *   shared meminfo SIZE    a child holds SIZE; this process's
  *                          cudaMemGetInfo: "info: free= total=", then again
  *                          after it allocated and freed SIZE itself
@@ -405,6 +408,25 @@ static int meminfo(size_t size) {
   return 0;
 }
 
+/* This process caches size, then empties its cache (cudapool_empty_cache)
+ * while CUDA refuses frees, as the runtime does once its teardown at exit
+ * began (the fake's fakecuda_refuse_frees): the group's total before and
+ * after. */
+static int refused_free(size_t size) {
+  void *p;
+  if (cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess) return 1;
+  const cp_budget_file_t *f = map_budget();
+  void (*refuse)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "fakecuda_refuse_frees");
+  int (*empty)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cudapool_empty_cache");
+  if (!f || !refuse || !empty) return 1;
+  printf("budget: when=cached total=%llu\n", (unsigned long long)total_of(f));
+  refuse(1);
+  int rc = empty(0);
+  refuse(0);
+  printf("budget: when=refused rc=%d total=%llu\n", rc, (unsigned long long)total_of(f));
+  return 0;
+}
+
 /* This process's pool dropped with its context (cudaDeviceReset) while it
  * cached size: cudaMemGetInfo under the shared limit before, right after,
  * and after a 1 MiB allocation. */
@@ -442,6 +464,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "meminfo") == 0 && argc > 2) return meminfo(size_arg(argv[2]));
   if (strcmp(mode, "reset") == 0 && argc > 2) return reset_then(size_arg(argv[2]));
   if (strcmp(mode, "resetpeer") == 0 && argc > 2) return reset_peer(size_arg(argv[2]));
+  if (strcmp(mode, "refused") == 0 && argc > 2) return refused_free(size_arg(argv[2]));
   if (strcmp(mode, "exiting") == 0 && argc > 2) return exiting(size_arg(argv[2]));
   if (strcmp(mode, "exiter") == 0 && argc > 2) return exiter(size_arg(argv[2]));
   if (strcmp(mode, "dead") == 0 && argc > 3) return dead(size_arg(argv[2]), argv[3], argc > 4 ? argv[4] : NULL);
@@ -457,6 +480,6 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "hold") == 0 && argc > 5)
     return hold(size_arg(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
-  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | reset MIB | resetpeer MIB | meminfo MIB | exiting MIB | dead MIB release|take|info | take MIB | path\n");
+  fprintf(stderr, "usage: shared churn N ITERS | killed MIB | stopped MIB [stop] | reset MIB | resetpeer MIB | refused MIB | meminfo MIB | exiting MIB | dead MIB release|take|info | take MIB | path\n");
   return 2;
 }
