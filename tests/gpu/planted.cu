@@ -89,11 +89,13 @@ static int marks(void) {
   cudaStream_t s;
   float *p = NULL, *q = NULL;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CHECK(cudaMalloc(&p, 4 << 20)); /* large pool: a 20 MiB segment */
+  /* Its own 32 MiB segment (a 4 MiB block shared a 20 MiB one, and the
+   * next request was served from the rest without a barrier: H100). */
+  CHECK(cudaMalloc(&p, 32 << 20));
   spin_then_write<<<1, 1, 0, s>>>(p, 200000000ull);
   CHECK(cudaGetLastError());
   CHECK(cudaFree(p));
-  CHECK(cudaMalloc(&q, 4 << 20)); /* pending bytes >= the request: a barrier */
+  CHECK(cudaMalloc(&q, 32 << 20)); /* nothing free fits, the pending block would: a barrier */
   CHECK(cudaStreamSynchronize(s));
   CHECK(cudaFree(q));
   int (*empty_cache)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cudapool_empty_cache");
