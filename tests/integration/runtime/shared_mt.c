@@ -117,9 +117,9 @@ Test(shared, meminfo_answers_from_the_shared_limit) {
   it_free(&s);
 }
 
-/* cudaDeviceReset hands the pool's share back at once (the context's end
- * by its last release, at exit, keeps it for the grace: tests/integration/
- * driver/shared_end_mt.c), also an idle process's. */
+/* cudaDeviceReset hands the pool's share back at once, also an idle
+ * process's, whatever CUDAPOOL_SHARED_GRACE says (the grace is for dead
+ * processes only). */
 Test(shared, a_reset_hands_the_share_back_at_once) {
   static const char *const kept[] = {"info: when=cached code=0 free=4294967296 total=4294967296",
                                      "info: when=reset code=0 free=4294967296 total=4294967296",
